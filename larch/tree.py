@@ -91,6 +91,29 @@ class Tree:
                              result.extend)
         return result
 
+    def iter_range(self, minkey, maxkey):
+        """Like lookup_range, but lazily: for long scans of big trees.
+
+        The tree must not be changed until the iteration is finished.
+        """
+        minkey, maxkey = self._key(minkey), self._key(maxkey)
+        if minkey <= maxkey:
+            yield from self._iter(self._store.get(self._root_id),
+                                  minkey, maxkey)
+
+    def _iter(self, node, lo, hi):
+        keys = node.keys
+        if node.is_leaf:
+            a = bisect_left(keys, lo)
+            b = bisect_right(keys, hi)
+            yield from zip(keys[a:b], node.values[a:b])
+            return
+        a = max(bisect_right(keys, lo) - 1, 0)
+        b = bisect_right(keys, hi)
+        get = self._store.get
+        for child_id in node.children[a:b]:
+            yield from self._iter(get(child_id), lo, hi)
+
     def _walk_range(self, node, lo, hi, emit):
         keys = node.keys
         if node.is_leaf:

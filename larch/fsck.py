@@ -1,0 +1,232 @@
+"""Consistency check (and limited repair) of a larch forest.
+
+`check_forest(dirname, vfs, key_size, fix=False)` returns a list of problem
+strings; each names the forest, the node id and the trees (by root id) it
+affects. With fix=True refcounts are corrected, unreachable node files
+deleted and the journal recovered; every problem then ends in "[fixed]" or
+"[not fixed]".
+"""
+
+import array
+import collections
+
+from larch import codec, errors
+from larch.forest import Forest, open_forest
+from larch.idpath import node_path
+from larch.journal import Journal
+from larch.refcounts import GROUP_SIZE
+from larch.vfs import LocalFS
+
+
+def check_forest(dirname, vfs=None, key_size=None, fix=False,
+                 node_size=None):
+    """Check the forest in dirname; see the module docstring."""
+    if vfs is None:
+        vfs, dirname = LocalFS(dirname), '.'
+    problems = _journal_problems(vfs, dirname, fix)
+    try:
+        forest = open_forest(dirname=dirname, key_size=key_size,
+                             node_size=node_size or 262144,
+                             allow_writes=fix, vfs=vfs)
+    except errors.Error as e:
+        return problems + [_mark(str(e), False, fix)]
+    return problems + check_open_forest(forest, fix=fix,
+                                        node_size=node_size)
+
+
+def _journal_problems(vfs, dirname, fix):
+    journal = Journal(vfs, dirname.rstrip('/') or '.', False)
+    leftovers = journal.leftovers()
+    if not leftovers:
+        return []
+    if 'new/metadata' in leftovers:
+        what = ('forest %s: an interrupted commit is in the journal '
+                '(%d files); it is finished when opened for writing'
+                % (dirname, len(leftovers)))
+    else:
+        what = ('forest %s: journal leftovers from an aborted commit '
+                '(%d files); they are removed when opened for writing'
+                % (dirname, len(leftovers)))
+    return [_mark(what, True, fix)]
+
+
+def _mark(text, fixable, fix):
+    if not fix:
+        return text
+    return text + (' [fixed]' if fixable else ' [not fixed]')
+
+
+class _Walk:
+    """What a walk from all roots found."""
+
+    def __init__(self):
+        self.refs = collections.Counter()
+        self.parents = collections.defaultdict(set)
+        self.reachable = set()
+        self.damaged = []   # (node_id, message): missing/corrupt nodes
+        self.bad = []       # (node_id, message): decodable but wrong
+        self.edges = []     # (parent id, index key, child id)
+        self.first_keys = {}
+
+
+def check_open_forest(forest, fix=False, node_size=None):
+    """Check an already opened forest (fix needs it opened for writing)."""
+    limit = node_size or forest.stored_node_size or forest.node_size
+    walk = _walk_forest(forest, limit)
+    roots = [t.root_id for t in forest.trees]
+    problems = []
+
+    def where(node_id):
+        return 'forest %s: node %d (trees %s)' % (
+            forest.dirname, node_id, _trees_of(node_id, walk, roots))
+
+    for node_id, message in walk.damaged + walk.bad:
+        problems.append(_mark('%s: %s' % (where(node_id), message),
+                              False, fix))
+    store = forest.node_store
+    on_disk = set(store.node_ids_on_disk())
+    counted = _stored_nonzero_refcounts(forest, problems, fix)
+    fixes = []
+    for node_id in sorted(set(walk.refs) | set(counted) | walk.reachable):
+        actual = walk.refs.get(node_id, 0)
+        stored = store.refcounts.get(node_id)
+        if stored != actual and not (
+                walk.damaged and node_id not in walk.reachable):
+            problems.append(_mark(
+                '%s: refcount is %d, but %d references exist'
+                % (where(node_id), stored, actual), True, fix))
+            fixes.append((node_id, actual))
+    unreachable = sorted(on_disk - walk.reachable)
+    deletable = not walk.damaged
+    for node_id in unreachable:
+        problems.append(_mark(
+            'forest %s: node %d is not reachable from any root'
+            % (forest.dirname, node_id), deletable, fix))
+    for node_id in sorted(i for i in on_disk | walk.reachable
+                          if i > forest.last_id):
+        problems.append(_mark(
+            '%s: id is above last_id %d' % (where(node_id), forest.last_id),
+            False, fix))
+    if fix and (fixes or store.refcounts.dirty or (unreachable and deletable)):
+        _repair(forest, fixes, unreachable if deletable else [])
+    return problems
+
+
+def _walk_forest(forest, limit):
+    walk = _Walk()
+    store = forest.node_store
+    key_size = forest.key_size
+    queue = collections.deque()
+    for tree in forest.trees:
+        walk.refs[tree.root_id] += 1
+        queue.append((tree.root_id, None, None, None, True))
+    while queue:
+        node_id, parent_id, lo, hi, is_root = queue.popleft()
+        if parent_id is not None:
+            walk.parents[node_id].add(parent_id)
+        if node_id in walk.reachable:
+            continue
+        walk.reachable.add(node_id)
+        try:
+            data = store.read_raw(node_id)
+            node = codec.decode(data, key_size, forest.dirname, node_id)
+        except errors.Error as e:
+            walk.damaged.append((node_id, _reason(e)))
+            continue
+        for message in _node_problems(node, len(data), limit, lo, hi,
+                                      is_root):
+            walk.bad.append((node_id, message))
+        if node.keys:
+            walk.first_keys[node_id] = node.keys[0]
+        if node.is_leaf:
+            continue
+        keys = node.keys
+        for i, child_id in enumerate(node.children):
+            walk.refs[child_id] += 1
+            walk.edges.append((node_id, keys[i], child_id))
+            bound = keys[i + 1] if i + 1 < len(keys) else hi
+            queue.append((child_id, node_id, keys[i], bound, False))
+    _check_first_keys(walk)
+    return walk
+
+
+def _reason(error):
+    text = str(error)
+    return text.split(': ', 2)[-1] if ': node ' in text else text
+
+
+def _node_problems(node, size, limit, lo, hi, is_root):
+    keys = node.keys
+    if size > limit:
+        yield 'encoded size %d exceeds node size %d' % (size, limit)
+    if any(a >= b for a, b in zip(keys, keys[1:])):
+        yield 'keys are not strictly increasing'
+    if is_root and node.is_leaf:
+        yield 'root is a leaf node, not an index node'
+    if not is_root and not keys:
+        yield 'node has no keys but is not a root'
+    if keys and lo is not None and keys[0] < lo:
+        yield 'key %s is below its parent key %s' % (keys[0].hex(), lo.hex())
+    if keys and hi is not None and keys[-1] >= hi:
+        yield 'key %s is not below the next parent key %s' % (
+            keys[-1].hex(), hi.hex())
+
+
+def _check_first_keys(walk):
+    """Every index key must equal the smallest key of its subtree."""
+    for parent_id, key, child_id in walk.edges:
+        first = walk.first_keys.get(child_id)
+        if first is not None and first != key:
+            walk.bad.append((parent_id, (
+                'index key %s for child %d differs from the '
+                "child's smallest key %s")
+                % (key.hex(), child_id, first.hex())))
+
+
+def _trees_of(node_id, walk, roots):
+    """Root ids of the trees that reach node_id."""
+    root_set = set(roots)
+    seen = {node_id}
+    stack = [node_id]
+    found = set()
+    while stack:
+        current = stack.pop()
+        if current in root_set:
+            found.add(current)
+        for parent in walk.parents.get(current, ()):
+            if parent not in seen:
+                seen.add(parent)
+                stack.append(parent)
+    return ','.join(str(r) for r in sorted(found)) or 'none'
+
+
+def _stored_nonzero_refcounts(forest, problems, fix):
+    """Nonzero refcounts of all groups on disk; corrupt groups read as 0."""
+    counts = forest.node_store.refcounts
+    found = {}
+    for start in counts.group_starts_on_disk():
+        number = start // GROUP_SIZE
+        try:
+            group = counts._group(number)
+        except errors.Error as e:
+            problems.append(_mark(str(e), True, fix))
+            counts.groups[number] = array.array('H', bytes(2 * GROUP_SIZE))
+            counts.dirty.add(number)
+            continue
+        for offset, value in enumerate(group):
+            if value:
+                found[start + offset] = value
+    return found
+
+
+def _repair(forest, fixes, unreachable):
+    store = forest.node_store
+    for node_id, actual in fixes:
+        store.refcounts.set(node_id, actual)
+    for node_id in unreachable:
+        store.refcounts.set(node_id, 0)
+        store.journal.remove(node_path(node_id), True)
+    forest.commit()
+
+
+__all__ = ['check_forest', 'check_open_forest', 'Forest']
