@@ -1,0 +1,130 @@
+"""Cutting a file's content into fixed-size chunks.
+
+Format 6 stores a regular file as consecutive pieces of `chunk-size` bytes
+(format-6.md §8); the last piece may be shorter.  Reading is the hot path of
+a first backup, so the file is read in whole chunks, the kernel is told we
+read sequentially and will not need the pages again, and holes of sparse
+files are not read at all where the OS tells us where they are (SEEK_DATA):
+a chunk that lies wholly in a hole is produced as zeros without a read.
+"""
+
+import errno
+import os
+
+
+_zero_cache = {}
+
+
+def zeros(size):
+    """A shared all-zero bytes object of `size` bytes (hole chunks)."""
+    data = _zero_cache.get(size)
+    if data is None:
+        if len(_zero_cache) > 4:
+            _zero_cache.clear()
+        data = _zero_cache[size] = bytes(size)
+    return data
+
+
+def is_all_zero(data):
+    """True if data holds only NUL bytes (cheap: no allocation per call)."""
+    return not data.strip(b'\0') if len(data) <= 4096 else (
+        data == zeros(len(data)))
+
+
+class ChunkReader:
+    """Iterate over the chunks of an open file object.
+
+    `fileobj` needs `read(n)`; if it also has `fileno()` (a local file) the
+    reader advises the kernel and skips holes.  Reading goes on to EOF,
+    whatever size the file had when it was scanned.
+    """
+
+    def __init__(self, fileobj, chunk_size):
+        self.fileobj = fileobj
+        self.chunk_size = chunk_size
+        self.fd = _fileno(fileobj)
+        self.seek_holes = self.fd is not None
+        self.offset = 0
+        self.dense_until = 0      # [offset, dense_until) is known data
+        self.hole_until = 0       # [offset, hole_until) is known hole
+
+    def __iter__(self):
+        self._advise(os.POSIX_FADV_SEQUENTIAL)
+        try:
+            while True:
+                chunk = self._next_chunk()
+                if not chunk:
+                    return
+                yield chunk
+        finally:
+            self._advise(os.POSIX_FADV_DONTNEED)
+
+    def _next_chunk(self):
+        if self._in_hole():
+            self.offset += self.chunk_size
+            os.lseek(self.fd, self.offset, os.SEEK_SET)
+            return zeros(self.chunk_size)
+        data = self._read_full(self.chunk_size)
+        self.offset += len(data)
+        return data
+
+    def _read_full(self, size):
+        data = self.fileobj.read(size)
+        if len(data) == size or not data:
+            return data
+        parts = [data]
+        got = len(data)
+        while got < size:
+            more = self.fileobj.read(size - got)
+            if not more:
+                break
+            parts.append(more)
+            got += len(more)
+        return b''.join(parts)
+
+    def _in_hole(self):
+        """Does the whole next chunk lie in a hole (ask the OS if unsure)?"""
+        if not self.seek_holes:
+            return False
+        end = self.offset + self.chunk_size
+        if end <= self.hole_until:
+            return True
+        if end <= self.dense_until:
+            return False
+        try:
+            data_at = os.lseek(self.fd, self.offset, os.SEEK_DATA)
+            hole_at = os.lseek(self.fd, data_at, os.SEEK_HOLE)
+        except OSError as e:
+            if e.errno != errno.ENXIO:      # no hole support here
+                self.seek_holes = False
+                os.lseek(self.fd, self.offset, os.SEEK_SET)
+                return False
+            data_at = hole_at = os.fstat(self.fd).st_size    # trailing hole
+        os.lseek(self.fd, self.offset, os.SEEK_SET)
+        self.hole_until = data_at
+        self.dense_until = hole_at
+        return end <= self.hole_until and end <= _file_size(self.fd)
+
+    def _advise(self, advice):
+        if self.fd is None:
+            return
+        try:
+            os.posix_fadvise(self.fd, 0, 0, advice)
+        except OSError:
+            pass
+
+
+def _file_size(fd):
+    return os.fstat(fd).st_size
+
+
+def _fileno(fileobj):
+    try:
+        return fileobj.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def iter_chunks(fileobj, chunk_size):
+    """The chunks of fileobj, each `chunk_size` bytes except the last."""
+    return iter(ChunkReader(fileobj, chunk_size))
