@@ -198,6 +198,23 @@ class Repository(abc.ABC):
     def put_chunk_into_indexes(self, chunk_id, data, client_name):
         """Record chunk_id (content data) as used by client (indexes locked)."""
 
+    # Checksum variants for the backup hot path: the engine hashes each
+    # chunk once (it needs the MD5 for in-run de-duplication anyway) and
+    # must not keep chunk contents in memory until the index commit.
+    # Formats override these; the defaults are correct but slow.
+
+    def find_chunk_ids_by_md5(self, md5_digest):
+        """Like find_chunk_ids_by_content, given hashlib.md5(data).digest().
+        Raises NotImplementedError if the format cannot (callers then use
+        find_chunk_ids_by_content)."""
+        raise NotImplementedError
+
+    def put_chunk_md5_into_indexes(self, chunk_id, md5_digest, client_name):
+        """Like put_chunk_into_indexes, given hashlib.md5(data).digest()
+        instead of the content (indexes locked)."""
+        self.put_chunk_into_indexes(
+            chunk_id, self.get_chunk_content(chunk_id), client_name)
+
     @abc.abstractmethod
     def remove_chunk_from_indexes(self, chunk_id, client_name):
         """Drop the client's use of the chunk (indexes locked)."""
