@@ -71,7 +71,7 @@ class BackupOptions:
     def __init__(self, client_name, chunk_size=1024 * 1024,
                  checkpoint=1024 ** 3, deduplicate='fatalist',
                  leave_checkpoints=False, pretend=False, now=None,
-                 exclusions=None):
+                 exclusions=None, fail_matching=()):
         self.client_name = client_name
         self.chunk_size = max(1, int(chunk_size))
         self.checkpoint = int(checkpoint)
@@ -81,6 +81,9 @@ class BackupOptions:
         self.pretend = pretend
         self.now = now or _now
         self.exclusions = exclusions or walker.Exclusions()
+        # --testing-fail-matching: compiled regexps; reading a matching
+        # file fails with ENOENT (for tests of per-file errors as root).
+        self.fail_matching = list(fail_matching)
 
 
 def _now():
@@ -140,6 +143,7 @@ class BackupEngine:
         self.dir_state = {}           # path -> old Metadata or None
         self.metadata_reader = LiveMetadataReader(fs)
         self.io_base = self._io_counters()
+        self.find_by_md5 = True
         self.zero_digest = hashlib.md5(
             obnamlib.chunker.zeros(self.options.chunk_size)).digest()
 
@@ -350,6 +354,7 @@ class BackupEngine:
     def _store_content(self, path, st):
         """Store the file's chunks; (chunk ids, whole-file MD5 digest)."""
         try:
+            self._fake_failure(path)
             f = self.fs.open_read(path)
         except (OSError, obnamlib.errors.ObnamError) as e:
             raise _LiveError(_as_obnam_error(e, path, io=True))
@@ -360,6 +365,11 @@ class BackupEngine:
                 f.close()
             except OSError:
                 pass
+
+    def _fake_failure(self, path):
+        for pattern in self.options.fail_matching:
+            if pattern.search(path):
+                raise OSError(errno.ENOENT, os.strerror(errno.ENOENT), path)
 
     def _store_chunks(self, path, st, f):
         whole = hashlib.md5()
@@ -413,10 +423,18 @@ class BackupEngine:
         if chunk_id is not None:
             if mode == 'fatalist' or self._same(chunk_id, data):
                 return chunk_id
-        for chunk_id in self.repo.find_chunk_ids_by_content(data):
+        for chunk_id in self._find_in_indexes(digest, data):
             if mode == 'fatalist' or self._same(chunk_id, data):
                 return chunk_id
         return None
+
+    def _find_in_indexes(self, digest, data):
+        if self.find_by_md5:
+            try:
+                return self.repo.find_chunk_ids_by_md5(digest)
+            except NotImplementedError:
+                self.find_by_md5 = False
+        return self.repo.find_chunk_ids_by_content(data)
 
     def _same(self, chunk_id, data):
         try:
@@ -427,13 +445,8 @@ class BackupEngine:
     # --- indexes, checkpoints, commit ------------------------------------
 
     def _index_new_chunks(self):
-        put_by_md5 = getattr(self.repo, 'put_chunk_md5_into_indexes', None)
         for chunk_id, digest in self.new_chunks:
-            if put_by_md5 is not None:
-                put_by_md5(chunk_id, digest, self.client)
-            else:
-                data = self.repo.get_chunk_content(chunk_id)
-                self.repo.put_chunk_into_indexes(chunk_id, data, self.client)
+            self.repo.put_chunk_md5_into_indexes(chunk_id, digest, self.client)
         self.new_chunks = []
 
     def _io_counters(self):

@@ -1,0 +1,166 @@
+"""Comparing a backed-up generation with the live file system (cli.md §9).
+
+Every object in the generation under the given paths is compared with the
+live object of the same name (extra live objects are not our business):
+the metadata fields people notice changing, then, for regular files, the
+content chunk by chunk, including data appended at the end.  Failures are
+reported one by one; the caller decides the exit code.
+"""
+
+import errno
+import random
+import stat as stat_module
+
+import obnamlib.backup_engine
+import obnamlib.errors
+
+
+class VerifyFailure(obnamlib.errors.ObnamError):
+    """One object differs (Obnam's verify_plugin.Fail)."""
+    code = 'RDF30DX'
+    msg = '{filename}: {reason}'
+
+
+COMPARED_FIELDS = ('st_mode', 'st_mtime_sec', 'st_mtime_nsec', 'st_nlink',
+                   'groupname', 'username', 'target', 'xattr')
+
+_EMPTY_EQUAL = ('target', 'xattr')
+
+
+class Verifier:
+    """Verify generation `gen_id` of `repo` against live `fs`.
+
+    `on_failure(VerifyFailure)` is called per failure; `on_file(path,
+    size)` (optional) once per object checked, for progress.
+    """
+
+    def __init__(self, repo, fs, gen_id, on_failure, on_file=None):
+        self.repo = repo
+        self.fs = fs
+        self.gen = gen_id
+        self.on_failure = on_failure
+        self.on_file = on_file or (lambda path, size: None)
+        self.reader = obnamlib.backup_engine.LiveMetadataReader(fs)
+        self.failures = 0
+        self.checked = 0
+
+    def verify_paths(self, paths):
+        """Check everything under each path (post-order)."""
+        for path in paths:
+            for entry_path in self.walk_generation(path):
+                self.verify_one(entry_path)
+        return self.failures
+
+    def verify_randomly(self, paths, count, rng=None):
+        """Check `count` regular files chosen at random under the paths."""
+        rng = rng or random.SystemRandom()
+        files = [p for path in paths for p in self.walk_generation(path)
+                 if self._backup_metadata(p).isreg()]
+        chosen = rng.sample(files, min(count, len(files)))
+        for path in chosen:
+            self.verify_one(path)
+        return self.failures
+
+    def walk_generation(self, top):
+        """Paths under top in the generation, children before parents."""
+        self.repo.get_metadata(self.gen, top)      # R3E151X if absent
+        stack = [(top, False)]
+        while stack:
+            path, expanded = stack.pop()
+            if expanded:
+                yield path
+                continue
+            stack.append((path, True))
+            if self._backup_metadata(path).isdir():
+                for name in reversed(self.repo.get_file_children(
+                        self.gen, path)):
+                    stack.append((_join(path, name), False))
+
+    def _backup_metadata(self, path):
+        return self.repo.get_metadata(self.gen, path)
+
+    def verify_one(self, path):
+        """Compare one object; returns True if it matched."""
+        self.checked += 1
+        backup = self._backup_metadata(path)
+        self.on_file(path, backup.st_size or 0)
+        try:
+            st = self.fs.lstat(path)
+            live = self.reader.read(path, st)
+        except (OSError, obnamlib.errors.ObnamError) as e:
+            return self._fail(path, 'missing or inaccessible: %s' % (
+                _strerror(e),))
+        reason = metadata_difference(backup, live)
+        if reason is None and backup.isreg() and \
+                stat_module.S_ISREG(st.st_mode):
+            reason = self._content_difference(path)
+        if reason is not None:
+            return self._fail(path, reason)
+        return True
+
+    def _fail(self, path, reason):
+        self.failures += 1
+        self.on_failure(VerifyFailure(filename=path, reason=reason))
+        return False
+
+    def _content_difference(self, path):
+        try:
+            f = self.fs.open_read(path)
+        except (OSError, obnamlib.errors.ObnamError) as e:
+            return 'missing or inaccessible: %s' % (_strerror(e),)
+        try:
+            for data in self._backup_content(path):
+                if _read_exactly(f, len(data)) != data:
+                    return 'data changed'
+            if f.read(1):
+                return 'more data at end of file'
+        except OSError as e:
+            return 'missing or inaccessible: %s' % (_strerror(e),)
+        finally:
+            f.close()
+        return None
+
+    def _backup_content(self, path):
+        in_tree = self.repo.get_file_data(self.gen, path)
+        if in_tree is not None:
+            yield in_tree
+            return
+        for chunk_id in self.repo.get_file_chunk_ids(self.gen, path):
+            yield self.repo.get_chunk_content(chunk_id)
+
+
+def metadata_difference(backup, live):
+    """'metadata change: FIELD (BACKUP vs LIVE)' for the first differing
+    compared field, or None."""
+    for field in COMPARED_FIELDS:
+        old = getattr(backup, field)
+        new = getattr(live, field)
+        if field in _EMPTY_EQUAL:
+            old = old or b''
+            new = new or b''
+        if old != new:
+            return 'metadata change: %s (%r vs %r)' % (field, old, new)
+    return None
+
+
+def _read_exactly(f, size):
+    parts = []
+    while size > 0:
+        data = f.read(size)
+        if not data:
+            break
+        parts.append(data)
+        size -= len(data)
+    return b''.join(parts)
+
+
+def _strerror(error):
+    if isinstance(error, OSError):
+        return error.strerror or errno.errorcode.get(error.errno, str(error))
+    return str(error)
+
+
+def _join(dirname, basename):
+    if dirname == b'/':
+        return b'/' + basename
+    return dirname + b'/' + basename
