@@ -13,6 +13,10 @@ commit discards them.  Readers take no locks.
 `obnamlib.repo_factory.open_repository(settings, vfs, create=False)` returns
 the implementation for the repository's format.  Everything here raises
 `obnamlib.errors` classes for conditions people can meet.
+
+Generation ids: pass back the objects these methods return.  In format 6
+they are `fmt_6.repo_fmt_6.GenId`, an `int` subclass (the number users see)
+that also carries `.client_name`, because numbers are per client.
 """
 
 import abc
@@ -89,9 +93,10 @@ class Repository(abc.ABC):
     def lock_client(self, client_name): ...
 
     @abc.abstractmethod
-    def commit_client(self, client_name):
-        """Commit the client's changes (sets GEN_ENDED of the new generation
-        to now unless already set) and unlock it."""
+    def commit_client(self, client_name, now=None):
+        """Commit the client's changes (sets GEN_ENDED of the generations
+        created since it was locked to `now` (default time.time()) unless
+        already set) and unlock it."""
 
     @abc.abstractmethod
     def unlock_client(self, client_name): ...
@@ -144,7 +149,9 @@ class Repository(abc.ABC):
     @abc.abstractmethod
     def set_metadata(self, gen_id, path, metadata):
         """Add or replace path (creating it, and linking it into its parent
-        directory's listing, if new).  The parent must exist except for b'/'."""
+        directory's listing, if new).  Missing ancestors are created as
+        names without metadata (get_metadata gives Metadata() for them until
+        their metadata is set), so children may be stored before parents."""
 
     @abc.abstractmethod
     def remove_file(self, gen_id, path):
@@ -161,6 +168,13 @@ class Repository(abc.ABC):
     @abc.abstractmethod
     def set_file_chunk_ids(self, gen_id, path, chunk_ids):
         """Replace the file's chunk list (and its chunk references)."""
+
+    def append_file_chunk_ids(self, gen_id, path, chunk_ids):
+        """Add chunk ids at the end of the file's chunk list (large files:
+        no need to hold the whole list).  Default: read, extend, replace."""
+        self.set_file_chunk_ids(
+            gen_id, path,
+            self.get_file_chunk_ids(gen_id, path) + list(chunk_ids))
 
     @abc.abstractmethod
     def get_file_data(self, gen_id, path):
@@ -196,7 +210,10 @@ class Repository(abc.ABC):
 
     @abc.abstractmethod
     def put_chunk_into_indexes(self, chunk_id, data, client_name):
-        """Record chunk_id (content data) as used by client (indexes locked)."""
+        """Record chunk_id (content data) as used by client (indexes locked).
+        Call it for every chunk the client's new files use, including chunks
+        re-used from other clients: an index entry per user is what keeps a
+        chunk alive when another client forgets it."""
 
     # Checksum variants for the backup hot path: the engine hashes each
     # chunk once (it needs the MD5 for in-run de-duplication anyway) and

@@ -1,0 +1,132 @@
+"""The shared chunk indexes: chunklist and chunksums (format-6.md §7.4).
+
+chunklist maps a chunk id to its content checksum; chunksums lists, per
+checksum, which client uses which chunk, and is what de-duplication and
+chunk removal consult.  Both keep one tree; a change session edits a clone.
+"""
+
+from obnamlib.fmt_6 import forests, keys
+
+CHUNKLIST = 'chunklist'
+CHUNKSUMS = 'chunksums'
+TOPLEVELS = ('chunklist', 'chunks', 'chunksums')
+
+
+class ChunkIndexes:
+
+    def __init__(self, fs, node_size=None):
+        self.fs = fs
+        self.node_size = node_size
+        self.list_forest = self.sums_forest = None
+        self.list_tree = self.sums_tree = None
+        self.writable = False
+
+    def _open(self, allow_writes):
+        self.list_forest = forests.open_forest(
+            self.fs, CHUNKLIST, keys.CHUNKLIST_KEY_SIZE, self.node_size,
+            allow_writes)
+        self.sums_forest = forests.open_forest(
+            self.fs, CHUNKSUMS, keys.CHUNKSUMS_KEY_SIZE, self.node_size,
+            allow_writes)
+
+    def _readers(self):
+        if self.list_forest is None:
+            self._open(False)
+            self.list_tree = forests.newest_tree(self.list_forest)
+            self.sums_tree = forests.newest_tree(self.sums_forest)
+        return self.list_tree, self.sums_tree
+
+    def start_changes(self):
+        self._open(True)
+        self.list_tree = forests.start_changes(self.list_forest)
+        self.sums_tree = forests.start_changes(self.sums_forest)
+        self.writable = True
+
+    def commit(self):
+        """chunklist first, then chunksums (format-6.md §10.2)."""
+        for forest in (self.list_forest, self.sums_forest):
+            forests.keep_only_newest_tree(forest)
+            forest.commit()
+        self.discard()
+
+    def discard(self):
+        self.list_forest = self.sums_forest = None
+        self.list_tree = self.sums_tree = None
+        self.writable = False
+
+    # --- queries -------------------------------------------------------
+
+    def find(self, checksum):
+        """Chunk ids recorded for a content checksum, in key order, unique."""
+        _, sums = self._readers()
+        if sums is None:
+            return []
+        found = []
+        for key, _ in sums.lookup_range(*keys.chunksums_range(checksum)):
+            chunk_id = keys.parse_chunksums_key(key)[1]
+            if not found or found[-1] != chunk_id:
+                found.append(chunk_id)
+        return found
+
+    def checksum(self, chunk_id):
+        """The chunklist checksum of a chunk, or None (normal: see §7.4)."""
+        chunklist, _ = self._readers()
+        if chunklist is None:
+            return None
+        try:
+            return chunklist.lookup(keys.chunklist_key(chunk_id))
+        except KeyError:
+            return None
+
+    def users(self, checksum, chunk_id):
+        """Client ids that use the chunk according to chunksums."""
+        _, sums = self._readers()
+        if sums is None:
+            return []
+        return [keys.parse_chunksums_key(key)[2] for key, _ in
+                sums.lookup_range(*keys.chunksums_range(checksum, chunk_id))]
+
+    def all_chunklist(self):
+        """[(chunk id, checksum)] of the whole chunklist (fsck, dumps)."""
+        chunklist, _ = self._readers()
+        if chunklist is None:
+            return []
+        lo, hi = b'\x00' * 8, b'\xff' * 8
+        return [(keys.unpack_u64(k), v) for k, v in chunklist.lookup_range(lo, hi)]
+
+    def all_chunksums(self):
+        """[(checksum, chunk id, client id)] of the whole chunksums."""
+        _, sums = self._readers()
+        if sums is None:
+            return []
+        lo, hi = b'\x00' * 48, b'\xff' * 48
+        return [keys.parse_chunksums_key(k) for k, _ in sums.lookup_range(lo, hi)]
+
+    # --- changes (session started) ---------------------------------------
+
+    def add(self, chunk_id, checksum, client_id):
+        self.list_tree.insert(keys.chunklist_key(chunk_id), checksum)
+        self.sums_tree.insert(keys.chunksums_key(checksum, chunk_id, client_id),
+                              b'')
+
+    def remove_use(self, chunk_id, checksum, client_id):
+        """Drop the client's use; drop the chunklist entry when nobody is
+        left.  Returns True if no client uses the chunk any more."""
+        key = keys.chunksums_key(checksum, chunk_id, client_id)
+        try:
+            self.sums_tree.lookup(key)
+        except KeyError:
+            pass
+        else:
+            self.sums_tree.remove(key)
+        if self.sums_tree.range_is_empty(
+                *keys.chunksums_range(checksum, chunk_id)):
+            list_key = keys.chunklist_key(chunk_id)
+            try:
+                self.list_tree.lookup(list_key)
+            except KeyError:
+                pass
+            else:
+                self.list_tree.remove(list_key)
+            return True
+        return False

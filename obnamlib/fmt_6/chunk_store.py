@@ -1,0 +1,126 @@
+"""Chunk files: file content stored outside the B-trees (format-6.md §8).
+
+A run's first chunk gets a random id and each next one the following id, so
+one run's chunks sit close together on disk; a name already taken makes us
+draw a new random start.
+"""
+
+import random
+
+from obnamlib import errors
+from obnamlib.fmt_6.keys import MAX_ID
+
+TOPLEVEL = 'chunks'
+IDPATH_DEPTH = 3
+IDPATH_BITS = 12
+IDPATH_SKIP = 13
+_MASK = (1 << IDPATH_BITS) - 1
+_NOT_CHUNKS = ('lock', 'key', 'userkeys')
+
+
+def idpath(chunk_id):
+    """Relative path of a chunk: lowest 12-bit group above bit 13 first."""
+    dirs = ['%d' % ((chunk_id >> (IDPATH_SKIP + IDPATH_BITS * level)) & _MASK)
+            for level in range(IDPATH_DEPTH)]
+    return '/'.join([TOPLEVEL] + dirs + ['%x' % chunk_id])
+
+
+def parse_chunk_name(name):
+    """Chunk id for a file name under chunks/, or None."""
+    if name in _NOT_CHUNKS or name.startswith('tmp'):
+        return None
+    try:
+        chunk_id = int(name, 16)
+    except ValueError:
+        return None
+    return chunk_id if '%x' % chunk_id == name else None
+
+
+class ChunkStore:
+    """Chunk files in a StorageFS (filters applied by the fs)."""
+
+    def __init__(self, fs, rng=None):
+        self.fs = fs
+        self.rng = rng or random.SystemRandom()
+        self.next_id = None
+        self.by_basename = None   # fallback map for non-default idpaths
+
+    def put(self, data):
+        """Write a new chunk file; returns its id."""
+        while True:
+            if self.next_id is None:
+                self.next_id = self.rng.randint(0, MAX_ID - 1)
+            chunk_id = self.next_id
+            self.next_id = (chunk_id + 1) % MAX_ID
+            path = idpath(chunk_id)
+            if self._create_exclusive(path, data):
+                return chunk_id
+            self.next_id = None
+
+    def _create_exclusive(self, path, data):
+        create = getattr(self.fs, 'create_file', None)
+        if create is not None:
+            try:
+                create(path, data)
+            except FileExistsError:
+                return False
+            return True
+        if self.fs.exists(path):
+            return False
+        self.fs.write_file(path, data)
+        return True
+
+    def get(self, chunk_id):
+        path = idpath(chunk_id)
+        try:
+            return self.fs.read_file(path)
+        except FileNotFoundError:
+            other = self._find_elsewhere(chunk_id)
+            if other is None:
+                raise errors.RepositoryChunkDoesNotExist(
+                    chunk_id='%x' % chunk_id, filename=path)
+            return self.fs.read_file(other)
+
+    def has(self, chunk_id):
+        return (self.fs.exists(idpath(chunk_id)) or
+                self._find_elsewhere(chunk_id) is not None)
+
+    def remove(self, chunk_id):
+        path = idpath(chunk_id)
+        try:
+            self.fs.remove(path)
+        except FileNotFoundError:
+            other = self._find_elsewhere(chunk_id)
+            if other is not None:
+                self.fs.remove(other)
+
+    def _find_elsewhere(self, chunk_id):
+        """Path of a chunk stored under a non-default idpath, if any.
+
+        Obnam's idpath settings could be changed, so a chunk may live at
+        any chunks/…/<hex>; we list the tree once and remember it."""
+        if self.by_basename is None:
+            self.by_basename = {cid: path for cid, path in self._walk()}
+        return self.by_basename.get(chunk_id)
+
+    def ids(self):
+        """Every chunk id that has a chunk file, in no particular order."""
+        return [chunk_id for chunk_id, _ in self._walk()]
+
+    def _walk(self):
+        """(id, path) of every chunk file.  At the default depth we trust the
+        layout and ask isdir only elsewhere (a round trip on SFTP)."""
+        if not self.fs.isdir(TOPLEVEL):
+            return
+        pending = [(TOPLEVEL, 0)]
+        while pending:
+            dirname, depth = pending.pop()
+            for name in self.fs.listdir(dirname):
+                path = dirname + '/' + name
+                chunk_id = parse_chunk_name(name)
+                if depth == IDPATH_DEPTH and chunk_id is not None:
+                    yield chunk_id, path
+                elif self.fs.isdir(path):
+                    pending.append((path, depth + 1))
+                elif chunk_id is not None and depth > 0:
+                    yield chunk_id, path

@@ -1,0 +1,80 @@
+"""One client's forest: its generations, each a tree (format-6.md §7.3)."""
+
+import random
+
+from obnamlib.fmt_6 import forests, keys
+from obnamlib.fmt_6.client_tree import GenerationTree
+
+
+class ClientForest:
+    """Generations of one client, oldest first."""
+
+    def __init__(self, fs, client_id, node_size=None, allow_writes=False,
+                 rng=None):
+        self.client_id = client_id
+        self.dirname = str(client_id)
+        self.rng = rng or random.SystemRandom()
+        self.writable = allow_writes
+        self.forest = forests.open_forest(fs, self.dirname,
+                                          keys.CLIENT_KEY_SIZE, node_size,
+                                          allow_writes)
+        self.wrappers = {}        # id(tree) -> GenerationTree (trees live as long as the forest)
+        self.gen_numbers = {}     # id(tree) -> generation id (or None)
+        self.created = []         # generation ids created in this session
+
+    def _wrap(self, tree):
+        wrapper = self.wrappers.get(id(tree))
+        if wrapper is None or wrapper.tree is not tree:
+            wrapper = GenerationTree(tree, self.rng)
+            self.wrappers[id(tree)] = (wrapper)
+        return wrapper
+
+    def _number(self, tree):
+        key = id(tree)
+        if key not in self.gen_numbers:
+            self.gen_numbers[key] = self._wrap(tree).get_gen_value(keys.GEN_ID)
+        return self.gen_numbers[key]
+
+    def generation_ids(self):
+        """Ids in tree order; trees without GEN_ID are skipped."""
+        numbers = (self._number(tree) for tree in self.forest.trees)
+        return [n for n in numbers if n is not None]
+
+    def generation(self, gen_number):
+        """The GenerationTree of a generation id, or None."""
+        for tree in self.forest.trees:
+            if self._number(tree) == gen_number:
+                return self._wrap(tree)
+        return None
+
+    def create_generation(self, started):
+        """Clone the newest tree; its id is the next counter value (§7.3)."""
+        old = self.forest.trees[-1] if self.forest.trees else None
+        tree = self.forest.new_tree(old)
+        gen_number = self.forest.new_id()
+        gen = self._wrap(tree)
+        gen.clear_gen_values()
+        gen.set_gen_value(keys.GEN_ID, gen_number)
+        gen.set_gen_value(keys.GEN_STARTED, int(started))
+        self.gen_numbers[id(tree)] = gen_number
+        self.created.append(gen_number)
+        return gen_number
+
+    def remove_generation(self, gen_number):
+        for tree in self.forest.trees:
+            if self._number(tree) == gen_number:
+                self.forest.remove_tree(tree)
+                self.wrappers.pop(id(tree), None)
+                self.gen_numbers.pop(id(tree), None)
+                return True
+        return False
+
+    def commit(self, ended):
+        """Set GEN_ENDED of this session's generations (unless set) and
+        commit the forest."""
+        for gen_number in self.created:
+            gen = self.generation(gen_number)
+            if gen is not None and gen.get_gen_value(keys.GEN_ENDED) is None:
+                gen.set_gen_value(keys.GEN_ENDED, int(ended))
+        self.forest.commit()
+        self.created = []

@@ -1,0 +1,28 @@
+"""Opening the larch forests of a repository with the right key sizes."""
+
+import larch
+
+DEFAULT_NODE_SIZE = 262144
+
+
+def open_forest(fs, dirname, key_size, node_size, allow_writes):
+    """A forest in `dirname` of the repository storage `fs`."""
+    return larch.open_forest(dirname=dirname, key_size=key_size,
+                             node_size=node_size or DEFAULT_NODE_SIZE,
+                             allow_writes=allow_writes, vfs=fs)
+
+
+def keep_only_newest_tree(forest):
+    """Obnam keeps one tree in the shared forests: drop all but the last."""
+    for tree in forest.trees[:-1]:
+        forest.remove_tree(tree)
+
+
+def start_changes(forest):
+    """Clone the newest tree (or make the first) for one change session."""
+    old = forest.trees[-1] if forest.trees else None
+    return forest.new_tree(old)
+
+
+def newest_tree(forest):
+    return forest.trees[-1] if forest.trees else None
