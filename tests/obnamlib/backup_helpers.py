@@ -22,3 +22,144 @@ class _OsLiveFS:
 
 def live_fs():
     return _OsLiveFS()
+
+
+class _LockingLocalFS:
+    """Stand-in for RepositoryFS until repo_factory lands: larch LocalFS
+    plus lock/unlock and byte counters."""
+
+    def __init__(self, root):
+        import larch.vfs
+        self.base = larch.vfs.LocalFS(root)
+        self.root = root
+        self.bytes_written = 0
+        self.bytes_read = 0
+
+    def __getattr__(self, name):
+        return getattr(self.base, name)
+
+    def read_file(self, path):
+        data = self.base.read_file(path)
+        self.bytes_read += len(data)
+        return data
+
+    def write_file(self, path, data):
+        self.base.write_file(path, data)
+        self.bytes_written += len(data)
+
+    def lock(self, path, content=b''):
+        full = os.path.join(self.root, path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, content)
+        os.close(fd)
+
+    def unlock(self, path):
+        os.remove(os.path.join(self.root, path))
+
+
+def open_repository(path, **settings):
+    """(Repository, storage with bytes_written/bytes_read) for a local dir."""
+    from obnamlib.fmt_6.repo_fmt_6 import RepositoryFormat6
+    os.makedirs(path, exist_ok=True)
+    fs = _LockingLocalFS(path)
+    if not fs.exists('metadata/format'):
+        fs.write_file('metadata/format', b'6\n')
+    return RepositoryFormat6(fs, lock_timeout=0, location=path), fs
+
+
+# --- manifests: what a tree looks like, live or in a generation ----------
+
+import hashlib
+import stat
+
+
+def live_manifest(root):
+    """{path: facts} of a live tree (root included), for comparison with
+    generation_manifest.  Directory sizes and nlinks are file-system noise
+    and left out."""
+    root = os.fsencode(root)
+    result = {}
+    pending = [root]
+    while pending:
+        path = pending.pop()
+        st = os.lstat(path)
+        result[path] = _facts(
+            st.st_mode, st.st_mtime_ns, st.st_size, st.st_nlink,
+            _live_content(path, st), _live_xattrs(path))
+        if stat.S_ISDIR(st.st_mode):
+            pending.extend(os.path.join(path, n) for n in os.listdir(path))
+    return result
+
+
+def generation_manifest(repo, gen, root):
+    """The same facts, read back through the Repository API."""
+    root = os.fsencode(root)
+    result = {}
+    pending = [root]
+    while pending:
+        path = pending.pop()
+        md = repo.get_metadata(gen, path)
+        mtime_ns = md.st_mtime_sec * 10 ** 9 + md.st_mtime_nsec
+        if md.isreg():
+            content = hashlib.sha1(read_back(repo, gen, path)).hexdigest()
+            assert md.md5 == hashlib.md5(read_back(repo, gen, path)).digest()
+        elif md.islink():
+            content = md.target
+        else:
+            content = None
+        result[path] = _facts(md.st_mode, mtime_ns, md.st_size, md.st_nlink,
+                              content, decode_xattrs(md.xattr))
+        if md.isdir():
+            pending.extend(os.path.join(path, n)
+                           for n in repo.get_file_children(gen, path))
+    return result
+
+
+def read_back(repo, gen, path):
+    data = repo.get_file_data(gen, path)
+    if data is not None:
+        return data
+    return b''.join(repo.get_chunk_content(c)
+                    for c in repo.get_file_chunk_ids(gen, path))
+
+
+def _facts(mode, mtime_ns, size, nlink, content, xattrs):
+    if stat.S_ISDIR(mode):
+        return (oct(mode), mtime_ns, None, None, None, xattrs)
+    return (oct(mode), mtime_ns, size, nlink, content, xattrs)
+
+
+def _live_content(path, st):
+    if stat.S_ISREG(st.st_mode):
+        with open(path, 'rb') as f:
+            return hashlib.sha1(f.read()).hexdigest()
+    if stat.S_ISLNK(st.st_mode):
+        return os.readlink(path)
+    return None
+
+
+def _live_xattrs(path):
+    try:
+        names = os.listxattr(path, follow_symlinks=False)
+    except OSError:
+        return {}
+    return {os.fsencode(n): os.getxattr(path, n, follow_symlinks=False)
+            for n in names}
+
+
+def decode_xattrs(blob):
+    """Format-6 xattr blob (§7.5) -> {name: value}."""
+    if not blob:
+        return {}
+    import struct
+    (names_len,) = struct.unpack('!Q', blob[:8])
+    names = blob[8:8 + names_len].split(b'\0')[:-1]
+    pos = 8 + names_len
+    lengths = struct.unpack('!%dQ' % len(names), blob[pos:pos + 8 * len(names)])
+    pos += 8 * len(names)
+    values = {}
+    for name, length in zip(names, lengths):
+        values[name] = blob[pos:pos + length]
+        pos += length
+    return values
