@@ -1,0 +1,108 @@
+"""Opening and creating repositories: format detection and its errors."""
+
+import os
+
+import pytest
+
+from obnamlib import errors, repo_factory
+
+
+def test_missing_repository_names_absolute_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(errors.ObnamSystemError) as e:
+        repo_factory.open_repository(url='nope')
+    assert e.value.code == 'RD5FA4X'
+    assert str(e.value) == ('RD5FA4X: System error: %s/nope: 2: '
+                            'No such file or directory' % tmp_path)
+
+
+def test_create_makes_one_directory_and_format(tmp_path):
+    url = str(tmp_path / 'repo')
+    repo = repo_factory.open_repository(url=url, create=True)
+    assert repo.format_name == '6'
+    assert os.listdir(url) == ['metadata']
+    with open(os.path.join(url, 'metadata', 'format'), 'rb') as f:
+        assert f.read() == b'6\n'
+
+
+def test_create_needs_existing_parent(tmp_path):
+    url = str(tmp_path / 'a' / 'repo')
+    with pytest.raises(errors.ObnamSystemError) as e:
+        repo_factory.open_repository(url=url, create=True)
+    assert str(e.value) == ('RD5FA4X: System error: %s: 2: '
+                            'No such file or directory' % url)
+    assert not os.path.exists(tmp_path / 'a')
+
+
+def test_directory_without_format_is_not_a_repository(tmp_path):
+    with pytest.raises(errors.NotARepository) as e:
+        repo_factory.open_repository(url=str(tmp_path))
+    assert str(e.value) == ('RA920EX: %s does not seem to be an Obnam '
+                            'repository' % tmp_path)
+    assert os.listdir(tmp_path) == []
+
+
+def test_unknown_format(tmp_path):
+    (tmp_path / 'metadata').mkdir()
+    (tmp_path / 'metadata' / 'format').write_bytes(b'green-albatross-20160813\n')
+    with pytest.raises(errors.UnknownRepositoryFormat) as e:
+        repo_factory.open_repository(url=str(tmp_path))
+    assert str(e.value) == ('RF4EFDX: Unknown format green-albatross-20160813 '
+                            'at %s' % tmp_path)
+
+
+def test_format_marker_first_line_only(tmp_path):
+    (tmp_path / 'metadata').mkdir()
+    (tmp_path / 'metadata' / 'format').write_bytes(b'6\nanything\n')
+    repo = repo_factory.open_repository(url=str(tmp_path))
+    assert repo.get_client_names() == []
+
+
+def test_existing_repository_opens_without_create(tmp_path):
+    url = str(tmp_path / 'repo')
+    repo = repo_factory.open_repository(url=url, create=True)
+    repo.lock_client_list()
+    repo.add_client('x')
+    repo.commit_client_list()
+    again = repo_factory.open_repository(url=url)
+    assert again.get_client_names() == ['x']
+
+
+def test_read_only_use_writes_nothing(tmp_path):
+    url = str(tmp_path / 'repo')
+    repo = repo_factory.open_repository(url=url, create=True)
+    repo.lock_client_list()
+    repo.add_client('x')
+    repo.commit_client_list()
+    before = _snapshot(url)
+    reader = repo_factory.open_repository(url=url)
+    assert reader.get_client_names() == ['x']
+    assert reader.get_generation_ids('x') == []
+    assert reader.find_chunk_ids_by_content(b'x') == []
+    assert _snapshot(url) == before
+
+
+def test_missing_repository_setting():
+    with pytest.raises(errors.RepositorySettingMissingError):
+        repo_factory.open_repository(settings={})
+
+
+def test_settings_mapping_is_used(tmp_path):
+    url = str(tmp_path / 'repo')
+    repo = repo_factory.open_repository(
+        settings={'repository': url, 'node-size': 2048, 'lock-timeout': 0},
+        create=True)
+    assert repo.node_size == 2048
+    assert repo.locks.timeout == 0
+
+
+def _snapshot(root):
+    result = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in filenames:
+            p = os.path.join(dirpath, name)
+            with open(p, 'rb') as f:
+                result[p] = f.read()
+        for name in dirnames:
+            result[os.path.join(dirpath, name)] = None
+    return result
