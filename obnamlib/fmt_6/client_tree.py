@@ -34,6 +34,8 @@ class GenerationTree:
         self.rng = rng or random.SystemRandom()
         self.ids = {}             # path -> file id (8 bytes)
         self.next_chunk_index = {}  # file id -> next FILE_CHUNKS subkey
+        self.fresh = set()        # ids created here that have no chunks yet
+        self.last_miss = None     # (path, ids taken in its slot)
 
     # --- resolving paths -------------------------------------------------
 
@@ -47,14 +49,18 @@ class GenerationTree:
         return file_id
 
     def _lookup_file_id(self, path):
+        taken = set()
         for key, value in self.tree.lookup_range(*keys.name_slot_range(path)):
             if value == path:
                 return key[-8:]
+            taken.add(key[-8:])
+        self.last_miss = (path, taken)
         return None
 
     def _remember(self, path, file_id):
         if len(self.ids) >= ID_CACHE_LIMIT:
             self.ids.clear()
+            self.fresh.clear()
         self.ids[path] = file_id
 
     def exists(self, path):
@@ -171,8 +177,12 @@ class GenerationTree:
         return file_id
 
     def _create_name(self, path):
-        slot_lo, slot_hi = keys.name_slot_range(path)
-        taken = {key[-8:] for key, _ in self.tree.lookup_range(slot_lo, slot_hi)}
+        if self.last_miss is not None and self.last_miss[0] == path:
+            taken = self.last_miss[1]
+        else:
+            taken = {key[-8:] for key, _ in
+                     self.tree.lookup_range(*keys.name_slot_range(path))}
+        self.last_miss = None
         while True:
             file_id = _U64.pack(self.rng.getrandbits(64))
             if file_id not in taken:
@@ -186,12 +196,17 @@ class GenerationTree:
             self.tree.insert(
                 keys.file_key(parent_id, keys.DIR_CONTENTS, file_id), basename)
         self._remember(path, file_id)
+        self.fresh.add(file_id)
         return file_id
 
     def set_chunk_ids(self, path, chunk_ids):
         """Replace the file's chunk list and its chunk references."""
         file_id = self._ensure_name(path)
-        old = self._chunk_ids_of(file_id)
+        if file_id in self.fresh:
+            self.fresh.discard(file_id)
+            old = []
+        else:
+            old = self._chunk_ids_of(file_id)
         if old:
             self.tree.remove_range(*keys.file_range(file_id, keys.FILE_CHUNKS))
             for chunk_id in set(old):
@@ -202,6 +217,7 @@ class GenerationTree:
     def append_chunk_ids(self, path, chunk_ids):
         """Add chunk ids at the end of the file's chunk list."""
         file_id = self._ensure_name(path)
+        self.fresh.discard(file_id)
         if file_id not in self.next_chunk_index:
             self.next_chunk_index[file_id] = self.tree.count_range(
                 *keys.file_range(file_id, keys.FILE_CHUNKS))
@@ -219,6 +235,7 @@ class GenerationTree:
     def set_file_data(self, path, data):
         """In-tree content (only for tests of the old reading path)."""
         file_id = self._ensure_name(path)
+        self.fresh.discard(file_id)
         self.tree.insert(keys.file_key(file_id, keys.FILE_DATA), data)
 
     def remove(self, path):
@@ -240,6 +257,8 @@ class GenerationTree:
                 if self._value(link) is not None:
                     self.tree.remove(link)
         self.ids.clear()
+        self.fresh.clear()
+        self.last_miss = None
         return True
 
     def _remove_entries(self, path, file_id):

@@ -72,9 +72,21 @@ def parse_tree_key(key):
     return _TREE_KEY.unpack(key)
 
 
+_dir_halves = {}
+
+
 def default_file_id(path):
     """MD5(dirname)[:4] + MD5(basename)[:4], the slot where a path's id is kept."""
-    return md5(posixpath.dirname(path))[:4] + md5(posixpath.basename(path))[:4]
+    cut = path.rfind(b'/') + 1
+    dirname, basename = path[:cut], path[cut:]
+    if dirname and dirname != b'/' * len(dirname):
+        dirname = dirname.rstrip(b'/')
+    half = _dir_halves.get(dirname)
+    if half is None:
+        if len(_dir_halves) > 4096:
+            _dir_halves.clear()
+        half = _dir_halves[dirname] = md5(dirname)[:4]
+    return half + md5(basename)[:4]
 
 
 def parent_path(path):
