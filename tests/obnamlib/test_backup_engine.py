@@ -595,3 +595,48 @@ def test_very_deep_tree(tmp_path):
     repo, gens = generations(tmp_path / 'repo')
     leaf = os.fsencode(live) + b'/d' * depth + b'/leaf'
     assert read_back(repo, gens[-1], leaf) == b'bottom'
+
+
+def test_interrupted_run_resumes_from_its_checkpoint(tmp_path):
+    from obnamlib.fmt_6.repo_fmt_6 import RepositoryFormat6
+
+    class Interrupting(RepositoryFormat6):
+        puts = 0
+
+        def put_chunk_content(self, data):
+            Interrupting.puts += 1
+            if Interrupting.puts == 30:
+                raise KeyboardInterrupt()
+            return super().put_chunk_content(data)
+
+    live = tmp_path / 'live'
+    live.mkdir()
+    for i in range(40):
+        (live / ('f%02d' % i)).write_bytes(os.urandom(4096))
+    _, storage = open_repository(str(tmp_path / 'repo'))
+    repo = Interrupting(storage, lock_timeout=0)
+    engine = backup_engine.BackupEngine(
+        repo, live_fs(),
+        backup_engine.BackupOptions('host', chunk_size=4096,
+                                    checkpoint=10 * 4096),
+        backup_progress.BackupProgress(), repo_io=storage)
+    with pytest.raises(KeyboardInterrupt):
+        engine.run([os.fsencode(live)])
+    repo, checkpoints = generations(tmp_path / 'repo')
+    assert checkpoints
+    assert [repo.get_generation_key(g, ri.GEN_IS_CHECKPOINT)
+            for g in checkpoints] == [1] * len(checkpoints)
+    saved = len(repo.get_file_children(checkpoints[-1], os.fsencode(live)))
+    assert 0 < saved < 29
+    progress = backup(tmp_path / 'repo', [live], chunk_size=4096,
+                      checkpoint=10 * 4096)
+    # Files in the last checkpoint are skipped by change detection.  The
+    # checkpoint was taken right after a chunk was stored (the threshold
+    # is only crossed by chunk writes), so that chunk is in the indexes
+    # although its file was not finished: it is found, not stored again.
+    # Chunks written after the checkpoint were never indexed: stored anew.
+    assert progress.uploaded_bytes == (40 - saved - 1) * 4096
+    repo, gens = generations(tmp_path / 'repo')
+    assert_generation_is(repo, gens[-1], live, live_manifest(live))
+    # The interrupted run's checkpoints are not this run's: they stay.
+    assert gens[:len(checkpoints)] == checkpoints
