@@ -1,0 +1,479 @@
+"""SftpFS against a real OpenSSH sshd on 127.0.0.1 (tests/sshd_server.py).
+
+Both transports are exercised: the OpenSSH client as a subprocess (the
+default) and paramiko's own SSH (--pure-paramiko).
+"""
+
+import errno
+import os
+import pwd
+import stat
+import subprocess
+
+import pytest
+
+from obnamlib import errors, ssh_auth, vfs_sftp
+from obnamlib.vfs_sftp import SftpFS, SftpUrl
+from tests.sshd_server import SshdServer, generate_key, public_key_line
+
+
+TRANSPORTS = ['openssh', 'paramiko']
+
+
+@pytest.fixture(scope='module')
+def sshd():
+    with SshdServer() as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+def isolated_ssh_user(tmp_path, monkeypatch):
+    """No agent, no ~/.ssh of the person running the tests (paramiko)."""
+    monkeypatch.delenv('SSH_AUTH_SOCK', raising=False)
+    home = tmp_path / 'home'
+    home.mkdir()
+    monkeypatch.setenv('HOME', str(home))
+
+
+def settings_for(sshd, transport, **extra):
+    settings = {'ssh-key': sshd.client_key,
+                'ssh-known-hosts': sshd.known_hosts,
+                'pure-paramiko': transport == 'paramiko'}
+    settings.update(extra)
+    return settings
+
+
+@pytest.fixture(params=TRANSPORTS)
+def transport(request):
+    return request.param
+
+
+@pytest.fixture
+def remote_dir(tmp_path):
+    path = tmp_path / 'remote'
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def fs(sshd, transport, remote_dir):
+    fs = SftpFS(sshd.url(str(remote_dir)), settings_for(sshd, transport))
+    yield fs
+    fs.close()
+
+
+def one_line(error):
+    text = str(error)
+    assert '\n' not in text.splitlines()[0]
+    return text.splitlines()[0]
+
+
+# --- URLs -----------------------------------------------------------------
+
+def test_url_with_user_host_port_and_absolute_path():
+    url = SftpUrl('sftp://liw@backup.example.com:2222/srv/repo')
+    assert (url.user, url.host, url.port, url.path, url.home_relative) == (
+        'liw', 'backup.example.com', 2222, '/srv/repo', False)
+
+
+def test_url_without_user_or_port():
+    url = SftpUrl('sftp://server/x/y')
+    assert (url.user, url.host, url.port, url.path) == (
+        None, 'server', None, '/x/y')
+
+
+def test_url_home_relative():
+    url = SftpUrl('sftp://server/~/backups/obnam')
+    assert url.home_relative and url.path == 'backups/obnam'
+    assert SftpUrl('sftp://server/~/.').path == '.'
+    assert SftpUrl('sftp://server/~').home_relative
+
+
+def test_url_ipv6_literal():
+    url = SftpUrl('sftp://me@[::1]:2222/x')
+    assert (url.user, url.host, url.port, url.path) == ('me', '::1', 2222,
+                                                        '/x')
+    assert SftpUrl('sftp://[fe80::1]/y').host == 'fe80::1'
+
+
+@pytest.mark.parametrize('port', ['abc', '0', '70000', '-1'])
+def test_url_bad_port_is_invalid_port_error(port):
+    with pytest.raises(vfs_sftp.InvalidPortError) as e:
+        SftpUrl('sftp://host:%s/x' % port)
+    assert e.value.code == 'R5914DX'
+    assert str(e.value).startswith(
+        'R5914DX: Invalid port number %s in sftp://host:%s/x: ' % (port, port))
+
+
+def test_non_sftp_url_is_wrong_scheme():
+    with pytest.raises(vfs_sftp.WrongURLSchemeError) as e:
+        SftpUrl('ssh://host/x')
+    assert str(e.value) == 'RB8E98X: SftpFS used with non-sftp URL: ssh://host/x'
+
+
+def test_pinned_error_codes():
+    assert ssh_auth.NoHostKeyError.code == 'R5F98AX'
+    assert ssh_auth.NoHostKeyOfWantedTypeError.code == 'R8AAC1X'
+    assert ssh_auth.WrongHostKeyError.code == 'R47416X'
+    assert ssh_auth.KeyAuthenticationError.code == 'RCB0CAX'
+    assert vfs_sftp.HardlinkError.code == 'R02C17X'
+    known = {cls.code for cls in errors.all_error_classes()
+             if cls not in (ssh_auth.SshConnectError,
+                            vfs_sftp.SftpConnectionLost)}
+    assert ssh_auth.SshConnectError.code not in known
+    assert vfs_sftp.SftpConnectionLost.code not in known
+
+
+def test_openssh_command_line_passes_url_parts_and_policy(sshd):
+    target = ssh_auth.SshTarget('example.org', 2222, 'liw', {
+        'ssh-key': '/k', 'ssh-known-hosts': '/kh',
+        'ssh-host-keys-check': 'no', 'ssh-command': '/opt/ssh'})
+    argv = ssh_auth.openssh_argv(target)
+    assert argv[0] == '/opt/ssh'
+    assert argv[-2:] == ['example.org', 'sftp']
+    joined = ' '.join(argv)
+    for part in ['-s', '-p 2222', '-l liw', '-i /k',
+                 '-o StrictHostKeyChecking=accept-new',
+                 '-o UserKnownHostsFile=/kh']:
+        assert part in joined
+    plain = ssh_auth.openssh_argv(ssh_auth.SshTarget('h', None, None, {}))
+    assert '-p' not in plain and '-l' not in plain
+    assert not any('StrictHostKeyChecking' in a for a in plain)
+
+
+# --- connecting -----------------------------------------------------------
+
+def test_home_relative_root_is_below_login_directory(sshd, transport):
+    home = pwd.getpwuid(os.getuid()).pw_dir.encode()
+    url = 'sftp://%s@127.0.0.1:%d/~/some/dir' % (sshd.user, sshd.port)
+    fs = SftpFS(url, settings_for(sshd, transport))
+    try:
+        assert fs.root == home + b'/some/dir'
+    finally:
+        fs.close()
+
+
+def test_unknown_host_key_is_refused_by_default(sshd, transport, tmp_path):
+    empty = tmp_path / 'known_hosts'
+    empty.write_text('')
+    settings = settings_for(sshd, transport, **{
+        'ssh-known-hosts': str(empty)})
+    with pytest.raises(ssh_auth.NoHostKeyError) as e:
+        SftpFS(sshd.url('/tmp'), settings)
+    assert one_line(e.value) == 'R5F98AX: No known host key for [127.0.0.1]:%d' % sshd.port
+    assert empty.read_text() == ''
+
+
+@pytest.mark.parametrize('check', ['yes', 'ask', 'ssh-config'])
+def test_unknown_host_key_refused_for_strict_policies(sshd, transport,
+                                                      tmp_path, check):
+    empty = tmp_path / 'known_hosts'
+    empty.write_text('')
+    settings = settings_for(sshd, transport, **{
+        'ssh-known-hosts': str(empty), 'ssh-host-keys-check': check})
+    with pytest.raises(ssh_auth.NoHostKeyError):
+        SftpFS(sshd.url('/tmp'), settings)
+
+
+def test_strict_ssh_host_keys_overrides_no(sshd, transport, tmp_path):
+    empty = tmp_path / 'known_hosts'
+    empty.write_text('')
+    settings = settings_for(sshd, transport, **{
+        'ssh-known-hosts': str(empty), 'ssh-host-keys-check': 'no',
+        'strict-ssh-host-keys': True})
+    with pytest.raises(ssh_auth.NoHostKeyError):
+        SftpFS(sshd.url('/tmp'), settings)
+
+
+def test_unknown_host_key_accepted_when_check_is_no(sshd, transport,
+                                                    tmp_path):
+    empty = tmp_path / 'known_hosts'
+    empty.write_text('')
+    settings = settings_for(sshd, transport, **{
+        'ssh-known-hosts': str(empty), 'ssh-host-keys-check': 'no'})
+    fs = SftpFS(sshd.url(str(tmp_path)), settings)
+    try:
+        assert 'known_hosts' in fs.listdir('')
+    finally:
+        fs.close()
+
+
+@pytest.mark.parametrize('check', ['ssh-config', 'no'])
+def test_changed_host_key_is_always_fatal(sshd, transport, tmp_path, check):
+    other = generate_key(str(tmp_path / 'other_host_key'))
+    known = sshd.write_known_hosts(str(tmp_path / 'known_hosts'),
+                                   public_key_line(other))
+    settings = settings_for(sshd, transport, **{
+        'ssh-known-hosts': known, 'ssh-host-keys-check': check})
+    with pytest.raises(ssh_auth.WrongHostKeyError) as e:
+        SftpFS(sshd.url('/tmp'), settings)
+    assert one_line(e.value) == (
+        'R47416X: SSH server [127.0.0.1]:%d offered wrong public key'
+        % sshd.port)
+
+
+def test_known_host_without_key_of_offered_type(sshd, tmp_path):
+    other = generate_key(str(tmp_path / 'rsa_host_key'), 'rsa')
+    known = sshd.write_known_hosts(str(tmp_path / 'known_hosts'),
+                                   public_key_line(other))
+    settings = settings_for(sshd, 'paramiko', **{'ssh-known-hosts': known})
+    with pytest.raises(ssh_auth.NoHostKeyOfWantedTypeError) as e:
+        SftpFS(sshd.url('/tmp'), settings)
+    assert one_line(e.value) == (
+        'R8AAC1X: No known type ssh-ed25519 host key for [127.0.0.1]:%d'
+        % sshd.port)
+
+
+def test_unauthorized_key_is_refused(sshd, transport, tmp_path):
+    stranger = generate_key(str(tmp_path / 'stranger'))
+    settings = settings_for(sshd, transport, **{'ssh-key': stranger})
+    with pytest.raises(ssh_auth.KeyAuthenticationError) as e:
+        SftpFS(sshd.url('/tmp'), settings)
+    assert one_line(e.value) == (
+        "RCB0CAX: Can't authenticate to SSH server using key")
+
+
+def test_key_from_home_ssh_directory_is_used(sshd, tmp_path):
+    ssh_dir = tmp_path / 'home' / '.ssh'
+    ssh_dir.mkdir()
+    key = ssh_dir / 'id_ed25519'
+    key.write_bytes(open(sshd.client_key, 'rb').read())
+    settings = settings_for(sshd, 'paramiko', **{'ssh-key': ''})
+    fs = SftpFS(sshd.url(str(tmp_path)), settings)
+    try:
+        assert 'home' in fs.listdir('')
+    finally:
+        fs.close()
+
+
+def test_ssh_config_host_alias(sshd, tmp_path):
+    ssh_dir = tmp_path / 'home' / '.ssh'
+    ssh_dir.mkdir()
+    (ssh_dir / 'config').write_text(
+        'Host backupbox\n  HostName 127.0.0.1\n  Port %d\n  User %s\n'
+        '  IdentityFile %s\n' % (sshd.port, sshd.user, sshd.client_key))
+    settings = settings_for(sshd, 'paramiko', **{'ssh-key': ''})
+    fs = SftpFS('sftp://backupbox%s' % tmp_path, settings)
+    try:
+        assert fs.target.hostname == '127.0.0.1'
+        assert fs.target.port == sshd.port
+        assert 'home' in fs.listdir('')
+    finally:
+        fs.close()
+
+
+def test_nothing_listening_is_a_one_line_error(sshd, transport):
+    from tests.sshd_server import free_port
+    port = free_port()
+    settings = settings_for(sshd, transport)
+    with pytest.raises(ssh_auth.SshConnectError) as e:
+        SftpFS('sftp://127.0.0.1:%d/x' % port, settings)
+    assert 'Connection refused' in one_line(e.value)
+    assert one_line(e.value).startswith(ssh_auth.SshConnectError.code)
+
+
+def test_dropped_connection_is_a_clear_error(sshd, transport, remote_dir):
+    fs = SftpFS(sshd.url(str(remote_dir)), settings_for(sshd, transport))
+    try:
+        fs.write_file('before', b'1')
+        assert sshd.kill_sessions() > 0
+        with pytest.raises(vfs_sftp.SftpConnectionLost) as e:
+            for i in range(3):
+                fs.write_file('after%d' % i, b'2' * 100000)
+        assert one_line(e.value).startswith(
+            '%s: Lost the SSH connection to 127.0.0.1: ' %
+            vfs_sftp.SftpConnectionLost.code)
+        with pytest.raises(vfs_sftp.SftpConnectionLost):
+            fs.read_file('before')
+    finally:
+        fs.close()
+    assert (remote_dir / 'before').read_bytes() == b'1'
+    assert not [n for n in os.listdir(remote_dir) if n.startswith('after')]
+
+
+# --- repository storage ---------------------------------------------------
+
+def test_write_read_and_parents(fs, remote_dir):
+    fs.write_file('nodes/0/0/1', b'node one')
+    assert (remote_dir / 'nodes/0/0/1').read_bytes() == b'node one'
+    assert fs.read_file('nodes/0/0/1') == b'node one'
+    assert fs.listdir('nodes/0') == ['0']
+    assert fs.isdir('nodes') and not fs.isdir('nodes/0/0/1')
+    assert fs.exists('nodes/0/0/1') and not fs.exists('nodes/9')
+
+
+def test_created_files_are_0600_and_dirs_0700(fs, remote_dir):
+    fs.write_file('a/b', b'x')
+    assert stat.S_IMODE(os.stat(remote_dir / 'a/b').st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(remote_dir / 'a').st_mode) == 0o700
+
+
+def test_large_file_round_trip(fs, remote_dir):
+    data = os.urandom(3 * 1024 * 1024 + 12345)
+    fs.write_file('chunks/big', data)
+    assert (remote_dir / 'chunks/big').read_bytes() == data
+    assert fs.read_file('chunks/big') == data
+    fs.write_file('empty', b'')
+    assert fs.read_file('empty') == b''
+
+
+def test_replace_is_atomic_and_leaves_no_temp_files(fs, remote_dir):
+    fs.write_file('metadata', b'old')
+    fs.write_file('metadata', b'new contents')
+    assert fs.read_file('metadata') == b'new contents'
+    assert sorted(os.listdir(remote_dir)) == ['metadata']
+
+
+def test_rename_replaces_target_and_makes_parents(fs, remote_dir):
+    fs.write_file('new/metadata', b'committed')
+    fs.write_file('metadata', b'previous')
+    fs.rename('new/metadata', 'metadata')
+    assert (remote_dir / 'metadata').read_bytes() == b'committed'
+    fs.write_file('new/x', b'x')
+    fs.rename('new/x', 'deep/er/x')
+    assert (remote_dir / 'deep/er/x').read_bytes() == b'x'
+
+
+def test_missing_files_raise_file_not_found(fs):
+    for call in (lambda: fs.read_file('nope'), lambda: fs.listdir('nope'),
+                 lambda: fs.remove('nope'), lambda: fs.lstat(b'nope')):
+        with pytest.raises(FileNotFoundError):
+            call()
+
+
+def test_makedirs_remove_rmdir(fs, remote_dir):
+    fs.makedirs('x/y/z')
+    fs.makedirs('x/y/z')
+    assert (remote_dir / 'x/y/z').is_dir()
+    fs.write_file('x/y/z/f', b'')
+    with pytest.raises(OSError) as e:
+        fs.rmdir('x/y/z')
+    assert e.value.errno == errno.ENOTEMPTY
+    fs.remove('x/y/z/f')
+    fs.rmdir('x/y/z')
+    assert not (remote_dir / 'x/y/z').exists()
+    fs.write_file('plain', b'')
+    with pytest.raises(FileExistsError):
+        fs.makedirs('plain')
+
+
+def test_lock_is_exclusive_across_connections(sshd, transport, fs,
+                                              remote_dir):
+    other = SftpFS(sshd.url(str(remote_dir)), settings_for(sshd, transport))
+    try:
+        fs.lock('client/lock', b'pid=1\n')
+        assert (remote_dir / 'client/lock').read_bytes() == b'pid=1\n'
+        with pytest.raises(errors.LockFail) as e:
+            other.lock('client/lock')
+        assert e.value.code == 'R681AEX'
+        assert 'client/lock' in str(e.value)
+        fs.unlock('client/lock')
+        other.lock('client/lock')
+        assert (remote_dir / 'client/lock').read_bytes() == b''
+    finally:
+        other.close()
+
+
+def test_permission_denied_is_permission_error(fs, tmp_path):
+    if os.getuid() == 0:
+        target = b'/proc/sys/kernel/ostype'
+    else:
+        locked = tmp_path / 'locked'
+        locked.mkdir(mode=0o500)
+        target = os.fsencode(locked / 'f')
+    with pytest.raises(PermissionError) as e:
+        fs.open_write(target)
+    assert e.value.errno == errno.EACCES
+    assert e.value.filename == os.fsdecode(target)
+
+
+def test_disk_full_is_a_clear_error(fs):
+    f = fs.open_write(b'/dev/full')
+    with pytest.raises(OSError) as e:
+        f.write(b'x' * 1000)
+        f.close()
+    assert e.value.errno == errno.EIO
+    assert 'full disk' in str(e.value)
+    assert e.value.filename == '/dev/full'
+
+
+def test_byte_counters(fs):
+    fs.write_file('f', b'12345')
+    fs.read_file('f')
+    assert fs.bytes_written == 5 and fs.bytes_read == 5
+
+
+# --- live data ------------------------------------------------------------
+
+def test_scandir_gives_bytes_names_and_stats(fs, remote_dir):
+    odd = os.fsencode(remote_dir) + b'/caf\xe9'
+    with open(odd, 'wb') as f:
+        f.write(b'12345')
+    os.utime(odd, (1000000000, 1234567890))
+    os.mkdir(remote_dir / 'sub')
+    os.symlink('caf', remote_dir / 'link')
+    entries = dict(fs.scandir(os.fsencode(remote_dir)))
+    assert sorted(entries) == [b'caf\xe9', b'link', b'sub']
+    st = entries[b'caf\xe9']
+    local = os.lstat(odd)
+    assert stat.S_ISREG(st.st_mode) and st.st_mode == local.st_mode
+    assert (st.st_size, st.st_uid, st.st_gid) == (5, local.st_uid,
+                                                  local.st_gid)
+    assert st.st_mtime_ns == 1234567890 * 10**9
+    assert st.st_atime_ns == 1000000000 * 10**9
+    assert st.st_nlink == 1 and st.st_dev == 0 and st.st_blocks == 1
+    assert stat.S_ISLNK(entries[b'link'].st_mode)
+    assert stat.S_ISDIR(entries[b'sub'].st_mode)
+    assert fs.lstat(odd).st_ino == st.st_ino
+    assert fs.readlink(os.fsencode(remote_dir / 'link')) == b'caf'
+
+
+def test_stream_read_of_large_file(fs, remote_dir):
+    data = os.urandom(5 * 1024 * 1024 + 7)
+    (remote_dir / 'big').write_bytes(data)
+    f = fs.open_read(os.fsencode(remote_dir / 'big'))
+    pieces = []
+    while True:
+        piece = f.read(65536)
+        if not piece:
+            break
+        pieces.append(piece)
+    f.close()
+    assert b''.join(pieces) == data
+
+
+def test_stream_write_then_restore_metadata(fs, remote_dir):
+    path = os.fsencode(remote_dir / 'restored')
+    data = os.urandom(1024 * 1024 + 3)
+    f = fs.open_write(path)
+    for i in range(0, len(data), 10000):
+        f.write(data[i:i + 10000])
+    f.close()
+    assert (remote_dir / 'restored').read_bytes() == data
+    fs.chmod(path, 0o640)
+    fs.lutimes(path, 1500000000 * 10**9, 1600000000 * 10**9 + 5)
+    st = os.lstat(path)
+    assert stat.S_IMODE(st.st_mode) == 0o640
+    assert (st.st_atime, st.st_mtime) == (1500000000, 1600000000)
+    fs.lchown(path, os.getuid(), os.getgid())
+
+
+def test_symlink_link_and_mkdir(fs, remote_dir):
+    base = os.fsencode(remote_dir)
+    fs.mkdir(base + b'/d')
+    with pytest.raises(FileExistsError):
+        fs.mkdir(base + b'/d')
+    fs.symlink(b'../target', base + b'/d/sym')
+    assert os.readlink(base + b'/d/sym') == b'../target'
+    fs.lutimes(base + b'/d/sym', 10**18, 1400000000 * 10**9)
+    assert os.lstat(base + b'/d/sym').st_mtime == 1400000000
+    fs.write_file('d/f', b'data')
+    fs.link(base + b'/d/f', base + b'/d/hard')
+    assert os.lstat(base + b'/d/hard').st_ino == os.lstat(base + b'/d/f').st_ino
+    with pytest.raises(OSError) as e:
+        fs.mknod(base + b'/fifo', stat.S_IFIFO | 0o600)
+    assert e.value.errno == errno.ENOTSUP
+
+
+def test_no_extended_attributes(fs, remote_dir):
+    assert fs.llistxattr(os.fsencode(remote_dir)) == []
