@@ -6,7 +6,10 @@ contents live in clientlist, client_forest/client_tree and chunk_indexes;
 chunk files in chunk_store.
 """
 
+import functools
 import time
+
+import larch
 
 from obnamlib import errors, repo_interface
 from obnamlib.fmt_6 import keys
@@ -446,6 +449,23 @@ class RepositoryFormat6(repo_interface.Repository):
     def get_chunk_index_entries(self):
         """(chunklist pairs, chunksums triples) of the newest index trees."""
         return self.indexes.all_chunklist(), self.indexes.all_chunksums()
+
+
+def _reporting_damage(method):
+    """Turn larch's exceptions (missing or garbled node, bad forest
+    metadata) into RepositoryCorrupt, which commands report per file."""
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except larch.Error as e:
+            raise errors.RepositoryCorrupt(what='B-tree', reason=str(e)) from e
+    return wrapper
+
+
+for _name, _value in list(vars(RepositoryFormat6).items()):
+    if callable(_value) and not _name.startswith('_'):
+        setattr(RepositoryFormat6, _name, _reporting_damage(_value))
 
 
 def _gen_subkey(key):

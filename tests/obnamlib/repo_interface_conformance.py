@@ -324,6 +324,38 @@ class RepositoryConformance:
         assert repo.get_generation_ids('a') == [ga]
         assert repo.get_generation_ids('b') == [gb]
 
+    def test_checkpoint_then_final_generation(self, repo, path):
+        """The backup pattern: checkpoint, continue in a clone, then drop
+        the checkpoint under lock_everything."""
+        self.add_client(repo)
+        chunk = repo.put_chunk_content(b'first')
+        gen = self.new_generation(repo, now=100)
+        repo.set_metadata(gen, b'/a', file_md())
+        repo.set_file_chunk_ids(gen, b'/a', [chunk])
+        repo.lock_chunk_indexes()
+        repo.put_chunk_into_indexes(chunk, None, CLIENT)
+        repo.set_generation_key(gen, ri.GEN_IS_CHECKPOINT, 1)
+        repo.commit_client(CLIENT)
+        repo.commit_chunk_indexes()
+        checkpoint = gen
+        repo.lock_client(CLIENT)
+        gen = repo.create_generation(CLIENT, now=200)
+        assert repo.file_exists(gen, b'/a')
+        repo.set_metadata(gen, b'/b', file_md())
+        repo.set_generation_key(gen, ri.GEN_IS_CHECKPOINT, 0)
+        repo.commit_client(CLIENT)
+        repo.lock_everything()
+        candidates = repo.get_generation_chunk_ids(checkpoint)
+        repo.remove_generation(checkpoint)
+        assert repo.remove_unused_chunks(CLIENT, candidates) == []
+        repo.commit_everything()
+        other = self.other(path)
+        [final] = other.get_generation_ids(CLIENT)
+        assert final == gen
+        assert other.get_file_children(final, b'/') == [b'a', b'b']
+        assert other.get_chunk_content(chunk) == b'first'
+        assert other.get_generation_key(final, ri.GEN_STARTED) == 200
+
     # --- files -----------------------------------------------------------
 
     def test_metadata_round_trip(self, repo, path):

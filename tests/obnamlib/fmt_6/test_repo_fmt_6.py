@@ -9,3 +9,28 @@ class TestFormat6Conformance(RepositoryConformance):
     def open_repo(self, path):
         return repo_factory.open_repository(url=str(path), create=True,
                                             node_size=4096, lock_timeout=0)
+
+
+def test_damaged_node_is_reported_as_corruption(tmp_path):
+    import os
+    import pytest
+    from obnamlib import errors
+    from tests.obnamlib.repo_interface_conformance import dir_md
+    url = str(tmp_path / 'repo')
+    repo = repo_factory.open_repository(url=url, create=True, lock_timeout=0)
+    repo.lock_client_list()
+    repo.add_client('c')
+    repo.commit_client_list()
+    repo.lock_client('c')
+    gen = repo.create_generation('c')
+    repo.set_metadata(gen, b'/', dir_md())
+    repo.commit_client('c')
+    client_dir = os.path.join(url, str(repo.get_client_id('c')))
+    for dirpath, _, names in os.walk(os.path.join(client_dir, 'nodes')):
+        for name in names:
+            with open(os.path.join(dirpath, name), 'r+b') as f:
+                f.truncate(10)
+    reader = repo_factory.open_repository(url=url)
+    with pytest.raises(errors.RepositoryCorrupt) as e:
+        reader.get_generation_ids('c')
+    assert e.value.code == errors.RepositoryCorrupt.code
