@@ -10,8 +10,11 @@ clients, a client to change its generations, the chunk indexes to change
 them.  Changes become durable only at the matching commit; an unlock without
 commit discards them.  Readers take no locks.
 
-`obnamlib.repo_factory.open_repository(settings, vfs, create=False)` returns
-the implementation for the repository's format.  Everything here raises
+`obnamlib.repo_factory.open_repository(settings=None, vfs=None,
+create=False, url=None, repo_fs=None, **overrides)` returns the
+implementation for the repository's format (settings: the app's settings or
+a dict of Obnam setting names; overrides like `lock_timeout=0`).  Its `fs`
+attribute is the repository storage (bytes_written / bytes_read counters).  Everything here raises
 `obnamlib.errors` classes for conditions people can meet.
 
 Generation ids: pass back the objects these methods return.  In format 6
