@@ -10,7 +10,7 @@ from larch.idpath import node_path, parse_node_name
 from larch.lru import LRUCache
 from larch.refcounts import RefcountStore
 
-MIN_CACHE = 64
+MIN_CACHE = 8
 
 
 class NodeStore:

@@ -387,6 +387,7 @@ class Tree:
         if kid.keys:
             self._add_or_merge(new, kid)
         elif kid.id != child_id:
+            self._store.put(kid)
             self._decrement(kid.id)
         self._decrement(child_id)
         self._store.put(new)
