@@ -41,12 +41,15 @@ class ChunkIndexes:
         self.list_tree = forests.start_changes(self.list_forest)
         self.sums_tree = forests.start_changes(self.sums_forest)
         self.writable = True
+        self.changed = False
 
     def commit(self):
-        """chunklist first, then chunksums (format-6.md §10.2)."""
+        """chunklist first, then chunksums (format-6.md §10.2); nothing is
+        written when nothing changed."""
         for forest in (self.list_forest, self.sums_forest):
-            forests.keep_only_newest_tree(forest)
-            forest.commit()
+            if self.changed:
+                forests.keep_only_newest_tree(forest)
+                forest.commit()
         self.discard()
 
     def discard(self):
@@ -105,6 +108,7 @@ class ChunkIndexes:
     # --- changes (session started) ---------------------------------------
 
     def add(self, chunk_id, checksum, client_id):
+        self.changed = True
         self.list_tree.insert(keys.chunklist_key(chunk_id), checksum)
         self.sums_tree.insert(keys.chunksums_key(checksum, chunk_id, client_id),
                               b'')
@@ -113,6 +117,7 @@ class ChunkIndexes:
         """Drop the client's use; drop the chunklist entry when nobody is
         left.  Returns True if no client uses the chunk any more."""
         key = keys.chunksums_key(checksum, chunk_id, client_id)
+        self.changed = True
         try:
             self.sums_tree.lookup(key)
         except KeyError:

@@ -21,6 +21,7 @@ class ClientForest:
         self.wrappers = {}        # id(tree) -> GenerationTree (trees live as long as the forest)
         self.gen_numbers = {}     # id(tree) -> generation id (or None)
         self.created = []         # generation ids created in this session
+        self.changed = False      # set by the repository before any change
 
     def _wrap(self, tree):
         wrapper = self.wrappers.get(id(tree))
@@ -71,10 +72,13 @@ class ClientForest:
 
     def commit(self, ended):
         """Set GEN_ENDED of this session's generations (unless set) and
-        commit the forest."""
+        commit the forest (unless nothing changed)."""
+        if not self.changed:
+            return
         for gen_number in self.created:
             gen = self.generation(gen_number)
             if gen is not None and gen.get_gen_value(keys.GEN_ENDED) is None:
                 gen.set_gen_value(keys.GEN_ENDED, int(ended))
         self.forest.commit()
         self.created = []
+        self.changed = False

@@ -33,10 +33,13 @@ class ClientList:
             allow_writes=True)
         self.tree = forests.start_changes(self.forest)
         self.writable = True
+        self.changed = False
 
     def commit(self):
-        forests.keep_only_newest_tree(self.forest)
-        self.forest.commit()
+        """Write the changed list; an unchanged one is left as it was."""
+        if self.changed:
+            forests.keep_only_newest_tree(self.forest)
+            self.forest.commit()
         self.discard()
 
     def discard(self):
@@ -97,6 +100,7 @@ class ClientList:
                 self.tree.lookup(key)
             except KeyError:
                 break
+        self.changed = True
         self.tree.insert(key, raw)
         self.tree.insert(keys.client_key(raw, client_id, keys.CLIENT_KEYID),
                          os.fsencode(key_id or ''))
@@ -105,5 +109,6 @@ class ClientList:
     def remove(self, name):
         client_id = self.find(name)
         raw = os.fsencode(name)
+        self.changed = True
         self.tree.remove_range(keys.client_key(raw, client_id, 0),
                                keys.client_key(raw, client_id, 255))

@@ -182,9 +182,11 @@ class RepositoryFormat6(repo_interface.Repository):
         return forest
 
     def _writable_client(self, client_name):
+        """The locked client's forest, marked as about to change."""
         forest = self.clients.get(client_name)
         if forest is None or not forest.writable:
             raise errors.RepositoryClientNotLocked(client_name=client_name)
+        forest.changed = True
         return forest
 
     def lock_client(self, client_name):
@@ -430,7 +432,8 @@ class RepositoryFormat6(repo_interface.Repository):
         commit, so a crash never leaves an index entry without its file."""
         self._require_indexes_lock()
         forest = self._writable_client(client_name)
-        gens = [forest.generation(n) for n in forest.generation_ids()]
+        gens = [forest.generation(n)
+                for n in reversed(forest.generation_ids())]   # likeliest first
         removed = []
         for chunk_id in sorted(set(candidate_chunk_ids)):
             if any(gen.uses_chunk(chunk_id) for gen in gens):

@@ -34,3 +34,26 @@ def test_damaged_node_is_reported_as_corruption(tmp_path):
     with pytest.raises(errors.RepositoryCorrupt) as e:
         reader.get_generation_ids('c')
     assert e.value.code == errors.RepositoryCorrupt.code
+
+
+def test_locking_and_committing_without_changes_writes_nothing(tmp_path):
+    from tests.obnamlib.repo_interface_conformance import dir_md
+    from tests.obnamlib.test_repo_factory import _snapshot
+    url = str(tmp_path / 'repo')
+    repo = repo_factory.open_repository(url=url, create=True, lock_timeout=0)
+    repo.lock_client_list()
+    repo.add_client('c')
+    repo.commit_client_list()
+    repo.lock_client('c')
+    gen = repo.create_generation('c')
+    repo.set_metadata(gen, b'/', dir_md())
+    repo.lock_chunk_indexes()
+    repo.put_chunk_into_indexes(repo.put_chunk_content(b'x'), b'x', 'c')
+    repo.commit_client('c')
+    repo.commit_chunk_indexes()
+    before = _snapshot(url)
+    repo.lock_everything()
+    repo.commit_everything()
+    repo.lock_client('c')
+    repo.commit_client('c')
+    assert _snapshot(url) == before
