@@ -24,48 +24,13 @@ def live_fs():
     return _OsLiveFS()
 
 
-class _LockingLocalFS:
-    """Stand-in for RepositoryFS until repo_factory lands: larch LocalFS
-    plus lock/unlock and byte counters."""
-
-    def __init__(self, root):
-        import larch.vfs
-        self.base = larch.vfs.LocalFS(root)
-        self.root = root
-        self.bytes_written = 0
-        self.bytes_read = 0
-
-    def __getattr__(self, name):
-        return getattr(self.base, name)
-
-    def read_file(self, path):
-        data = self.base.read_file(path)
-        self.bytes_read += len(data)
-        return data
-
-    def write_file(self, path, data):
-        self.base.write_file(path, data)
-        self.bytes_written += len(data)
-
-    def lock(self, path, content=b''):
-        full = os.path.join(self.root, path)
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.write(fd, content)
-        os.close(fd)
-
-    def unlock(self, path):
-        os.remove(os.path.join(self.root, path))
-
-
 def open_repository(path, **settings):
-    """(Repository, storage with bytes_written/bytes_read) for a local dir."""
-    from obnamlib.fmt_6.repo_fmt_6 import RepositoryFormat6
-    os.makedirs(path, exist_ok=True)
-    fs = _LockingLocalFS(path)
-    if not fs.exists('metadata/format'):
-        fs.write_file('metadata/format', b'6\n')
-    return RepositoryFormat6(fs, lock_timeout=0, location=path), fs
+    """(Repository, its storage with bytes_written/bytes_read) for a local
+    directory, created if missing (as backup does)."""
+    import obnamlib.repo_factory
+    repo = obnamlib.repo_factory.open_repository(
+        url=str(path), create=True, lock_timeout=0, **settings)
+    return repo, repo.fs
 
 
 # --- manifests: what a tree looks like, live or in a generation ----------
@@ -163,3 +128,35 @@ def decode_xattrs(blob):
         values[name] = blob[pos:pos + length]
         pos += length
     return values
+
+
+# --- very deep trees (deeper than Python's recursion limit) ---------------
+
+def make_deep(top, depth, leaf=None):
+    """top/d/d/.../d (depth levels), optionally with a file `leaf` at the
+    bottom; built through directory fds, so path length does not matter."""
+    fd = os.open(top, os.O_RDONLY)
+    for _ in range(depth):
+        os.mkdir('d', dir_fd=fd)
+        lower = os.open('d', os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = lower
+    if leaf is not None:
+        out = os.open('leaf', os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd)
+        os.write(out, leaf)
+        os.close(out)
+    os.close(fd)
+
+
+def remove_deep(top, depth):
+    """Undo make_deep without recursion (pytest's cleanup would recurse)."""
+    fds = [os.open(top, os.O_RDONLY)]
+    for _ in range(depth):
+        fds.append(os.open('d', os.O_RDONLY, dir_fd=fds[-1]))
+    for name in os.listdir(fds[-1]):
+        os.unlink(name, dir_fd=fds[-1])
+    os.close(fds.pop())
+    while fds:
+        fd = fds.pop()
+        os.rmdir('d', dir_fd=fd)
+        os.close(fd)

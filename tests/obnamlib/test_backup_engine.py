@@ -13,7 +13,8 @@ import obnamlib.errors
 import obnamlib.repo_interface as ri
 from obnamlib import backup_engine, backup_progress, walker
 from tests.obnamlib.backup_helpers import (
-    generation_manifest, live_fs, live_manifest, open_repository, read_back)
+    generation_manifest, live_fs, live_manifest, make_deep, open_repository,
+    read_back, remove_deep)
 
 
 class Counting:
@@ -452,11 +453,18 @@ class FailingWrites:
     def __getattr__(self, name):
         return getattr(self.storage, name)
 
-    def write_file(self, path, data):
+    def _spend(self, path, data):
         self.budget -= len(data)
         if self.budget < 0:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+
+    def write_file(self, path, data):
+        self._spend(path, data)
         self.storage.write_file(path, data)
+
+    def create_file(self, path, data):
+        self._spend(path, data)
+        self.storage.create_file(path, data)
 
 
 def test_out_of_space_stops_the_run_and_keeps_earlier_generations(tmp_path):
@@ -578,23 +586,13 @@ def test_very_deep_tree(tmp_path):
     live = tmp_path / 'live'
     live.mkdir()
     depth = 1100          # beyond Python's default recursion limit
-    top = os.open(live, os.O_RDONLY)
-    fd = os.dup(top)
-    for _ in range(depth):
-        os.mkdir('d', dir_fd=fd)
-        nfd = os.open('d', os.O_RDONLY, dir_fd=fd)
-        os.close(fd)
-        fd = nfd
-    with open(os.open('leaf', os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd),
-              'wb') as f:
-        f.write(b'bottom')
-    os.close(fd)
-    os.close(top)
+    make_deep(live, depth, leaf=b'bottom')
     progress = backup(tmp_path / 'repo', [live])
     assert progress.errors == []
     repo, gens = generations(tmp_path / 'repo')
     leaf = os.fsencode(live) + b'/d' * depth + b'/leaf'
     assert read_back(repo, gens[-1], leaf) == b'bottom'
+    remove_deep(live, depth)
 
 
 def test_interrupted_run_resumes_from_its_checkpoint(tmp_path):

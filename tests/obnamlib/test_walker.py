@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from obnamlib import walker
-from tests.obnamlib.backup_helpers import live_fs
+from tests.obnamlib.backup_helpers import live_fs, make_deep, remove_deep
 
 
 def events(root, exclusions=None):
@@ -136,21 +136,13 @@ def test_unreadable_directory_reports_error_and_continues(tmp_path):
 
 def test_very_deep_tree_has_no_recursion_limit(tmp_path):
     depth = sys.getrecursionlimit() + 200
-    # Build with relative chdirs: absolute paths get longer than PATH_MAX.
-    top = os.open(tmp_path, os.O_RDONLY)
-    fd = os.dup(top)
-    for _ in range(depth):
-        os.mkdir('d', dir_fd=fd)
-        nfd = os.open('d', os.O_RDONLY, dir_fd=fd)
-        os.close(fd)
-        fd = nfd
-    os.close(fd)
-    os.close(top)
+    make_deep(tmp_path, depth)
     # The walker uses absolute paths: the deepest must fit in PATH_MAX.
     assert depth * 2 + len(str(tmp_path)) < 4096
     found = events(tmp_path)
     assert sum(1 for k, _, _, _ in found if k == walker.ENTER) == depth + 1
     assert found[-1][:2] == (walker.EXIT, os.fsencode(tmp_path))
+    remove_deep(tmp_path, depth)
 
 
 def test_non_utf8_names_are_kept_as_bytes(tmp_path):
