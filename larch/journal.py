@@ -43,7 +43,6 @@ class Journal:
             return False
         if pending:
             self.new_files = set(self._walk(NEW))
-            self.new_files.discard(METADATA)
             self.deleted = set(self._walk(DELETE))
             return True
         return False
