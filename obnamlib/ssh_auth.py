@@ -195,8 +195,10 @@ class ParamikoConnection:
 
 def _tcp_connect(target):
     try:
-        return socket.create_connection((target.hostname, target.port),
+        sock = socket.create_connection((target.hostname, target.port),
                                         timeout=CONNECT_TIMEOUT)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
     except OSError as e:
         reason = e.strerror or str(e)
         raise SshConnectError(hostname='%s port %d' % (target.hostname,

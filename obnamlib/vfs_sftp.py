@@ -46,6 +46,7 @@ except ImportError:     # vfs.py not there yet
 CHUNK = 256 * 1024 - 1024
 READ_AHEAD = 16           # READ requests in flight while streaming
 WRITES_IN_FLIGHT = 32     # WRITE requests in flight before waiting
+SMALL_PAYLOAD = 64 * 1024  # smaller WRITE data is sent with its header
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 
@@ -246,14 +247,33 @@ class SftpFS(VirtualFileSystem):
             raise SftpConnectionLost(hostname=self.target.hostname,
                                      reason=self._dead)
 
-    def _send(self, kind, *args, collect=True):
-        """Send one request without waiting; returns its number."""
+    def _send(self, kind, *args, collect=True, payload=None):
+        """Send one request without waiting; returns its number.
+
+        `payload` (WRITE data) goes out after the other fields without being
+        copied into a paramiko Message, whose bytes coercion would first
+        format the whole message into an error text.
+        """
         self._check_alive()
-        owner = self._replies if collect else type(None)
+        sftp = self.sftp
+        with sftp._lock:
+            num = sftp.request_number
+            sftp.request_number += 1
+            sftp._expecting[num] = self._replies if collect else type(None)
+        body = _encode(num, args)
+        if payload is not None:
+            body += struct.pack('>I', len(payload))
+        length = len(body) + 1 + (len(payload) if payload is not None else 0)
+        head = struct.pack('>IB', length, kind) + body
         try:
-            return self.sftp._async_request(owner, kind, *args)
+            if payload and len(payload) > SMALL_PAYLOAD:
+                sftp._write_all(head)
+                sftp._write_all(payload)
+            else:
+                sftp._write_all(head + payload if payload else head)
         except (EOFError, OSError, paramiko.SSHException) as e:
             raise self._lost(e)
+        return num
 
     def _wait(self, num, path=None):
         """The (kind, msg) reply of request `num`; raise if it's an error."""
@@ -398,7 +418,7 @@ class SftpFS(VirtualFileSystem):
         handle = self._create_making_parents(tmp, path)
         try:
             nums = [self._send(proto.CMD_WRITE, handle, int64(offset),
-                               data[offset:offset + CHUNK])
+                               payload=data[offset:offset + CHUNK])
                     for offset in range(0, len(data), CHUNK)]
             nums.append(self._close_handle(handle, wait=True))
             self._wait_all(nums, path)
@@ -526,7 +546,7 @@ class SftpFS(VirtualFileSystem):
         nums = []
         if content:
             nums.append(self._send(proto.CMD_WRITE, handle, int64(0),
-                                   bytes(content)))
+                                   payload=bytes(content)))
         nums.append(self._close_handle(handle, wait=True))
         self._wait_all(nums, path)
 
@@ -621,6 +641,22 @@ class SftpFS(VirtualFileSystem):
                 pass
             self.connection = None
             self._dead = 'connection closed'
+
+
+def _encode(num, args):
+    """The fields of an SFTP request, as paramiko's _async_request packs them."""
+    msg = paramiko.Message()
+    msg.add_int(num)
+    for item in args:
+        if isinstance(item, int64):
+            msg.add_int64(item)
+        elif isinstance(item, int):
+            msg.add_int(item)
+        elif isinstance(item, SFTPAttributes):
+            item._pack(msg)
+        else:
+            msg.add_string(item)
+    return msg.asbytes()
 
 
 def _setting_int(settings, name):
@@ -763,7 +799,7 @@ class _PipelinedWriter:
 
     def _send(self, piece):
         num = self.fs._send(proto.CMD_WRITE, self.handle, int64(self.offset),
-                            piece)
+                            payload=piece)
         self.pending.append(num)
         self.offset += len(piece)
         self.fs.bytes_written += len(piece)
