@@ -58,6 +58,7 @@ class PretendNeedsGeneration(obnamlib.errors.ObnamError):
 
 
 DEDUP_MODES = ('fatalist', 'verify', 'never')
+_EMPTY_MD5 = hashlib.md5(b'').digest()
 
 _S_ISREG = stat_module.S_ISREG
 _S_ISDIR = stat_module.S_ISDIR
@@ -141,6 +142,7 @@ class BackupEngine:
         self.chunk_bytes_written = 0
         self.last_checkpoint_at = 0
         self.dir_state = {}           # path -> old Metadata or None
+        self.hard_links = {}          # (dev, ino) -> (mtime, size), result
         self.metadata_reader = LiveMetadataReader(fs)
         self.io_base = self._io_counters()
         self.find_by_md5 = True
@@ -353,6 +355,24 @@ class BackupEngine:
 
     def _store_content(self, path, st):
         """Store the file's chunks; (chunk ids, whole-file MD5 digest)."""
+        link_key = (st.st_dev, st.st_ino) if st.st_nlink > 1 else None
+        if link_key is not None:
+            known = self.hard_links.get(link_key)
+            if known is not None and known[0] == (st.st_mtime_ns, st.st_size):
+                return known[1]
+        result = self._read_content(path, st)
+        if link_key is not None:
+            self.hard_links[link_key] = ((st.st_mtime_ns, st.st_size), result)
+        return result
+
+    def _read_content(self, path, st):
+        if st.st_size == 0:
+            # Nothing to read: an empty file has no chunks (format-6 §7.2.2).
+            try:
+                self._fake_failure(path)
+            except OSError as e:
+                raise _LiveError(_as_obnam_error(e, path, io=True))
+            return [], _EMPTY_MD5
         try:
             self._fake_failure(path)
             f = self.fs.open_read(path)
