@@ -1,0 +1,349 @@
+"""The VFS on the local filesystem."""
+
+import errno
+import os
+import stat
+import tempfile
+
+import obnamlib.errors
+import obnamlib.vfs
+
+
+def _clean(path):
+    """A relative str path without empty or '.' components."""
+    return '/'.join(p for p in path.split('/') if p not in ('', '.'))
+
+
+def _system_error(path, exc):
+    return obnamlib.errors.ObnamSystemError(
+        filename=os.fsdecode(path), errno=exc.errno, strerror=exc.strerror)
+
+
+def _io_error(path, exc):
+    return obnamlib.errors.ObnamIOError(
+        filename=os.fsdecode(path), errno=exc.errno, strerror=exc.strerror)
+
+
+def _live(func):
+    """Decorator: OSError from a live-data operation -> ObnamSystemError."""
+    def wrapper(self, path, *args, **kwargs):
+        try:
+            return func(self, path, *args, **kwargs)
+        except OSError as e:
+            raise _system_error(path, e) from e
+    wrapper.__name__ = func.__name__
+    wrapper.__doc__ = func.__doc__
+    return wrapper
+
+
+_XATTR_UNSUPPORTED = (errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS)
+_NOATIME = getattr(os, 'O_NOATIME', 0)
+
+
+class LocalFile:
+    """An open live file; OS errors become ObnamIOError naming the file."""
+
+    def __init__(self, path, fd):
+        self.path = path
+        self.fd = fd
+
+    def _fail(self, exc):
+        raise _io_error(self.path, exc) from exc
+
+    def read(self, size=-1):
+        try:
+            if size is None or size < 0:
+                parts = []
+                while True:
+                    part = os.read(self.fd, 1024 * 1024)
+                    if not part:
+                        return b''.join(parts)
+                    parts.append(part)
+            return os.read(self.fd, size)
+        except OSError as e:
+            self._fail(e)
+
+    def write(self, data):
+        try:
+            view = memoryview(data)
+            while view:
+                done = os.write(self.fd, view)
+                view = view[done:]
+            return len(data)
+        except OSError as e:
+            self._fail(e)
+
+    def seek(self, offset, whence=os.SEEK_SET):
+        try:
+            return os.lseek(self.fd, offset, whence)
+        except OSError as e:
+            self._fail(e)
+
+    def truncate(self, size):
+        try:
+            os.ftruncate(self.fd, size)
+        except OSError as e:
+            self._fail(e)
+
+    def fileno(self):
+        return self.fd
+
+    def close(self):
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            try:
+                os.close(fd)
+            except OSError as e:
+                self._fail(e)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class LocalFS(obnamlib.vfs.VirtualFileSystem):
+    """VFS on the local disk; str paths are relative to `root`."""
+
+    def __init__(self, root, settings=None):
+        root = os.path.abspath(os.fsdecode(root))
+        super().__init__(root)
+        self.root = root
+        if os.path.exists(root) and not os.path.isdir(root):
+            raise obnamlib.errors.RootIsNotADirectory(baseurl=root)
+
+    def __repr__(self):
+        return 'LocalFS(%r)' % self.root
+
+    def _full(self, path):
+        """Absolute path for a str (relative) or bytes (absolute) path."""
+        if isinstance(path, bytes):
+            return path
+        rel = _clean(path)
+        return os.path.join(self.root, rel) if rel else self.root
+
+    # --- StorageFS ----------------------------------------------------------
+
+    def read_file(self, path):
+        with open(self._full(path), 'rb') as f:
+            data = f.read()
+        self.bytes_read += len(data)
+        return data
+
+    def write_file(self, path, data):
+        full = self._full(path)
+        dirname = os.path.dirname(full)
+        _makedirs_private(dirname)
+        fd, tmp = tempfile.mkstemp(dir=dirname, prefix='.tmp')
+        try:
+            with os.fdopen(fd, 'wb') as f:
+                f.write(data)
+            os.replace(tmp, full)
+        except BaseException:
+            _remove_quietly(tmp)
+            raise
+        self.bytes_written += len(data)
+
+    def listdir(self, path):
+        return sorted(os.listdir(self._full(path)))
+
+    def rename(self, old, new):
+        full_new = self._full(new)
+        _makedirs_private(os.path.dirname(full_new))
+        os.replace(self._full(old), full_new)
+
+    def lock(self, path, content=b''):
+        full = self._full(path)
+        dirname = os.path.dirname(full)
+        _makedirs_private(dirname)
+        fd, tmp = tempfile.mkstemp(dir=dirname, prefix='.tmplock')
+        try:
+            with os.fdopen(fd, 'wb') as f:
+                f.write(content)
+            self._link_lock(tmp, full, path, content)
+        finally:
+            _remove_quietly(tmp)
+        self.bytes_written += len(content)
+
+    def _link_lock(self, tmp, full, path, content):
+        """Hard link the prepared file to the lock name; O_EXCL if no links."""
+        try:
+            os.link(tmp, full)
+            return
+        except FileExistsError:
+            raise obnamlib.errors.LockFail(
+                lock_name=path, reason='lock file already exists')
+        except OSError as e:
+            if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP,
+                               errno.EMLINK, errno.ENOSYS):
+                raise
+        try:
+            fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            raise obnamlib.errors.LockFail(
+                lock_name=path, reason='lock file already exists')
+        with os.fdopen(fd, 'wb') as f:
+            f.write(content)
+
+    def unlock(self, path):
+        os.remove(self._full(path))
+
+    # --- shared -------------------------------------------------------------
+
+    def exists(self, path):
+        return os.path.lexists(self._full(path))
+
+    def isdir(self, path):
+        return os.path.isdir(self._full(path))
+
+    def makedirs(self, path):
+        self._shared(path, _makedirs_private)
+
+    def mkdir(self, path, mode=0o777):
+        if isinstance(path, str):
+            mode = 0o700
+        self._shared(path, os.mkdir, mode)
+
+    def remove(self, path):
+        self._shared(path, os.remove)
+
+    def rmdir(self, path):
+        self._shared(path, os.rmdir)
+
+    def _shared(self, path, func, *args, **kwargs):
+        """Run func on the full path; wrap OSError only for live (bytes) paths."""
+        full = self._full(path)
+        if isinstance(path, str):
+            return func(full, *args, **kwargs)
+        try:
+            return func(full, *args, **kwargs)
+        except OSError as e:
+            raise _system_error(full, e) from e
+
+    # --- live data ----------------------------------------------------------
+
+    @_live
+    def lstat(self, path):
+        return os.lstat(path)
+
+    @_live
+    def scandir(self, path):
+        with os.scandir(path) as it:
+            pairs = [(e.name, e.stat(follow_symlinks=False)) for e in it]
+        pairs.sort()
+        return pairs
+
+    @_live
+    def readlink(self, path):
+        return os.readlink(path)
+
+    def open_read(self, path):
+        try:
+            fd = _open_noatime(path)
+        except OSError as e:
+            raise _io_error(path, e) from e
+        return LocalFile(path, fd)
+
+    def open_write(self, path):
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+        try:
+            fd = os.open(path, flags, 0o666)
+        except OSError as e:
+            raise _io_error(path, e) from e
+        return LocalFile(path, fd)
+
+    @_live
+    def llistxattr(self, path):
+        try:
+            names = os.listxattr(path, follow_symlinks=False)
+        except OSError as e:
+            if e.errno in _XATTR_UNSUPPORTED:
+                return []
+            raise
+        return [os.fsencode(n) for n in names]
+
+    @_live
+    def lgetxattr(self, path, name):
+        return os.getxattr(path, name, follow_symlinks=False)
+
+    @_live
+    def lsetxattr(self, path, name, value):
+        os.setxattr(path, name, value, follow_symlinks=False)
+
+    @_live
+    def lchown(self, path, uid, gid):
+        os.chown(path, uid, gid, follow_symlinks=False)
+
+    @_live
+    def chmod(self, path, mode):
+        os.chmod(path, mode)
+
+    @_live
+    def lutimes(self, path, atime_ns, mtime_ns):
+        os.utime(path, ns=(atime_ns, mtime_ns), follow_symlinks=False)
+
+    def symlink(self, target, path):
+        try:
+            os.symlink(target, path)
+        except OSError as e:
+            raise _system_error(path, e) from e
+
+    def link(self, existing, new):
+        try:
+            os.link(existing, new, follow_symlinks=False)
+        except OSError as e:
+            raise _system_error(new, e) from e
+
+    @_live
+    def mknod(self, path, mode, device=0):
+        if stat.S_ISSOCK(mode):
+            _make_socket(path)
+        else:
+            os.mknod(path, mode, device)
+
+
+def _open_noatime(path):
+    """Open for reading without updating atime where we are allowed to."""
+    if _NOATIME:
+        try:
+            return os.open(path, os.O_RDONLY | _NOATIME | os.O_NOFOLLOW)
+        except PermissionError:
+            pass
+    return os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+
+
+def _make_socket(path):
+    """A Unix socket node: mknod(S_IFSOCK), or bind a socket if refused."""
+    try:
+        os.mknod(path, stat.S_IFSOCK | 0o600)
+        return
+    except PermissionError:
+        pass
+    import socket
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(path)
+    finally:
+        sock.close()
+
+
+def _makedirs_private(path):
+    """Like os.makedirs(exist_ok=True), but every new directory gets 0700."""
+    if os.path.isdir(path):
+        return
+    parent = os.path.dirname(path)
+    if parent and parent != path:
+        _makedirs_private(parent)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
+
+
+def _remove_quietly(path):
+    try:
+        os.remove(path)
+    except OSError:
+        pass
