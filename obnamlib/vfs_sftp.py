@@ -18,6 +18,7 @@ are taken relative to the URL's path).
 """
 
 import errno
+import functools
 import logging
 import os
 import stat
@@ -32,13 +33,10 @@ from paramiko.py3compat import long as int64
 from paramiko import sftp as proto
 from paramiko.sftp_attr import SFTPAttributes
 
-from obnamlib.errors import LockFail, ObnamError, legacy_code
+from obnamlib.errors import (LockFail, ObnamError, ObnamIOError,
+                             ObnamSystemError, legacy_code)
 from obnamlib import ssh_auth
-
-try:
-    from obnamlib.vfs import VirtualFileSystem
-except ImportError:     # vfs.py not there yet
-    VirtualFileSystem = object
+from obnamlib.vfs import VirtualFileSystem
 
 
 # OpenSSH's sftp-server accepts messages up to 256 KiB; leave room for the
@@ -131,6 +129,39 @@ class _Replies:
         self.got[num] = (kind, msg)
 
 
+def _live_errors(error_class, arg=0):
+    """Live-data calls (bytes paths) raise `error_class` for OSErrors.
+
+    StorageFS calls (str paths) keep plain OSErrors: larch relies on them.
+    `arg` is the position of the path the error is about.
+    """
+    def decorate(method):
+        @functools.wraps(method)
+        def wrapper(self, *args, **kwargs):
+            try:
+                return method(self, *args, **kwargs)
+            except OSError as e:
+                path = args[arg]
+                if isinstance(path, str):
+                    raise
+                raise error_class(filename=path, errno=e.errno,
+                                  strerror=e.strerror) from e
+        return wrapper
+    return decorate
+
+
+def _stream_errors(method):
+    """An open file's OSErrors become ObnamIOError about its path."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except OSError as e:
+            raise ObnamIOError(filename=self.path, errno=e.errno,
+                               strerror=e.strerror) from e
+    return wrapper
+
+
 def _fs_path(path):
     return path if isinstance(path, str) else os.fsdecode(path)
 
@@ -203,6 +234,7 @@ class SftpFS(VirtualFileSystem):
     """A VFS on an SFTP server, through one SSH connection."""
 
     def __init__(self, url, settings=None, connection=None):
+        super().__init__(url)
         self.url = url
         self.parsed = SftpUrl(url)
         self.settings = settings or {}
@@ -210,8 +242,6 @@ class SftpFS(VirtualFileSystem):
             self.parsed.host, self.parsed.port, self.parsed.user,
             self.settings)
         self.delay = _setting_int(self.settings, 'sftp-delay') / 1000.0
-        self.bytes_written = 0
-        self.bytes_read = 0
         self._replies = _Replies()
         self._dead = None
         self._known_dirs = set()
@@ -326,6 +356,7 @@ class SftpFS(VirtualFileSystem):
         _, msg = self._call(kind, full, path=path)
         return SFTPAttributes._from_msg(msg)
 
+    @_live_errors(ObnamSystemError)
     def lstat(self, path):
         full = self._abs(path)
         return _RemoteStat.make(self._attrs(proto.CMD_LSTAT, full, path), full)
@@ -334,13 +365,11 @@ class SftpFS(VirtualFileSystem):
         full = self._abs(path)
         return _RemoteStat.make(self._attrs(proto.CMD_STAT, full, path), full)
 
+    @_live_errors(ObnamSystemError)
     def exists(self, path):
-        try:
-            self.stat(path)
-        except FileNotFoundError:
-            return False
-        return True
+        return self._exists_abs(self._abs(path))
 
+    @_live_errors(ObnamSystemError)
     def isdir(self, path):
         try:
             return stat.S_ISDIR(self.stat(path).st_mode)
@@ -391,10 +420,11 @@ class SftpFS(VirtualFileSystem):
         return [n.decode('utf-8', 'surrogateescape')
                 for n, _ in self._read_dir(full, path)]
 
+    @_live_errors(ObnamSystemError)
     def scandir(self, path):
         full = self._abs(path)
-        return [(name, _RemoteStat.make(attrs, _join(full, name)))
-                for name, attrs in self._read_dir(full, path)]
+        return sorted((name, _RemoteStat.make(attrs, _join(full, name)))
+                      for name, attrs in self._read_dir(full, path))
 
     # --- whole files (StorageFS) ------------------------------------------
 
@@ -466,6 +496,7 @@ class SftpFS(VirtualFileSystem):
 
     # --- StorageFS, the rest ----------------------------------------------
 
+    @_live_errors(ObnamSystemError)
     def makedirs(self, path):
         self._makedirs_abs(self._abs(path), path)
 
@@ -489,6 +520,7 @@ class SftpFS(VirtualFileSystem):
         attrs.st_mode = mode
         self._call(proto.CMD_MKDIR, full, attrs, path=path)
 
+    @_live_errors(ObnamSystemError)
     def mkdir(self, path, mode=0o777):
         full = self._abs(path)
         try:
@@ -507,9 +539,11 @@ class SftpFS(VirtualFileSystem):
             return False
         return True
 
+    @_live_errors(ObnamSystemError)
     def remove(self, path):
         self._call(proto.CMD_REMOVE, self._abs(path), path=path)
 
+    @_live_errors(ObnamSystemError)
     def rmdir(self, path):
         full = self._abs(path)
         try:
@@ -530,41 +564,57 @@ class SftpFS(VirtualFileSystem):
 
     def lock(self, path, content=b''):
         """Create `path` exclusively (SSH_FXF_EXCL); LockFail if it exists."""
-        full = self._abs(path)
-        flags = (proto.SFTP_FLAG_WRITE | proto.SFTP_FLAG_CREATE |
-                 proto.SFTP_FLAG_EXCL)
         try:
-            handle = self._open(full, flags, path)
-        except FileNotFoundError:
-            self._makedirs_abs(os.path.dirname(full), path)
-            handle = self._open(full, flags, path)
-        except OSError as e:
-            if e.errno == errno.EIO and self._exists_abs(full):
-                raise LockFail(lock_name=_fs_path(path),
-                               reason='it already exists')
-            raise
+            self.create_file(path, content)
+        except FileExistsError:
+            raise LockFail(lock_name=_fs_path(path),
+                           reason='it already exists')
+
+    def create_file(self, path, data):
+        """Create `path` holding `data`; FileExistsError if it exists."""
+        handle = self._open_exclusive(self._abs(path), path)
         nums = []
-        if content:
+        if data:
             nums.append(self._send(proto.CMD_WRITE, handle, int64(0),
-                                   payload=bytes(content)))
+                                   payload=bytes(data)))
         nums.append(self._close_handle(handle, wait=True))
         self._wait_all(nums, path)
+
+    def _open_exclusive(self, full, path):
+        flags = (proto.SFTP_FLAG_WRITE | proto.SFTP_FLAG_CREATE |
+                 proto.SFTP_FLAG_EXCL)
+        for attempt in (1, 2):
+            try:
+                return self._open(full, flags, path)
+            except FileNotFoundError:
+                if attempt == 2:
+                    raise
+                self._makedirs_abs(os.path.dirname(full), path)
+            except OSError as e:
+                if e.errno == errno.EIO and self._exists_abs(full):
+                    raise FileExistsError(errno.EEXIST,
+                                          os.strerror(errno.EEXIST),
+                                          _fs_path(path))
+                raise
 
     def unlock(self, path):
         self.remove(path)
 
     # --- live data ----------------------------------------------------------
 
+    @_live_errors(ObnamSystemError)
     def readlink(self, path):
         _, msg = self._call(proto.CMD_READLINK, self._abs(path), path=path)
         msg.get_int()
         return msg.get_string()
 
+    @_live_errors(ObnamIOError)
     def open_read(self, path):
         full = self._abs(path)
         handle = self._open(full, proto.SFTP_FLAG_READ, path)
         return _PipelinedReader(self, handle, path)
 
+    @_live_errors(ObnamIOError)
     def open_write(self, path, mode=FILE_MODE):
         full = self._abs(path)
         flags = (proto.SFTP_FLAG_WRITE | proto.SFTP_FLAG_CREATE |
@@ -576,10 +626,12 @@ class SftpFS(VirtualFileSystem):
         """SFTP (OpenSSH) has no extended attributes: there are none."""
         return []
 
+    @_live_errors(ObnamSystemError)
     def lgetxattr(self, path, name):
         raise OSError(errno.ENOTSUP, 'SFTP has no extended attributes',
                       _fs_path(path))
 
+    @_live_errors(ObnamSystemError)
     def lsetxattr(self, path, name, value):
         raise OSError(errno.ENOTSUP, 'SFTP has no extended attributes',
                       _fs_path(path))
@@ -599,27 +651,36 @@ class SftpFS(VirtualFileSystem):
             return      # the server can only change the link's target
         self._call(proto.CMD_SETSTAT, full, attrs, path=path)
 
+    @_live_errors(ObnamSystemError)
     def lchown(self, path, uid, gid):
+        if uid == -1 or gid == -1:
+            st = self.lstat(path)
+            uid = st.st_uid if uid == -1 else uid
+            gid = st.st_gid if gid == -1 else gid
         attrs = SFTPAttributes()
         attrs.st_uid, attrs.st_gid = uid, gid
         self._setstat(path, attrs, follow=False)
 
+    @_live_errors(ObnamSystemError)
     def chmod(self, path, mode):
         attrs = SFTPAttributes()
         attrs.st_mode = mode
         self._setstat(path, attrs, follow=True)
 
+    @_live_errors(ObnamSystemError)
     def lutimes(self, path, atime_ns, mtime_ns):
         attrs = SFTPAttributes()
         attrs.st_atime = (atime_ns // 10**9) & 0xffffffff
         attrs.st_mtime = (mtime_ns // 10**9) & 0xffffffff
         self._setstat(path, attrs, follow=False)
 
+    @_live_errors(ObnamSystemError, arg=1)
     def symlink(self, target, path):
         # OpenSSH's server takes the arguments in the opposite order to the
         # SFTP draft: target first, as paramiko sends them.
         self._call(proto.CMD_SYMLINK, target, self._abs(path), path=path)
 
+    @_live_errors(ObnamSystemError, arg=1)
     def link(self, existing, new):
         try:
             self._call(proto.CMD_EXTENDED, 'hardlink@openssh.com',
@@ -629,6 +690,7 @@ class SftpFS(VirtualFileSystem):
                 raise HardlinkError()
             raise
 
+    @_live_errors(ObnamSystemError)
     def mknod(self, path, mode, device=0):
         raise OSError(errno.ENOTSUP, 'SFTP cannot create device files or '
                       'FIFOs', _fs_path(path))
@@ -739,7 +801,6 @@ class _PipelinedReader:
             return
         self.buffer += piece
         self.pos += len(piece)
-        self.fs.bytes_read += len(piece)
         if len(piece) < CHUNK:
             self._restart_at(self.pos)
 
@@ -750,6 +811,7 @@ class _PipelinedReader:
             _data_or_eof(self.fs, num, self.path)
         self.next_offset = offset
 
+    @_stream_errors
     def read(self, size=-1):
         while (size < 0 or len(self.buffer) < size) and not self.eof:
             self._fill()
@@ -786,10 +848,11 @@ class _PipelinedWriter:
         self.fs = fs
         self.handle = handle
         self.path = path
-        self.offset = 0
+        self.offset = 0         # where the buffer starts in the file
         self.buffer = bytearray()
         self.pending = deque()
 
+    @_stream_errors
     def write(self, data):
         self.buffer += data
         while len(self.buffer) >= CHUNK:
@@ -797,22 +860,49 @@ class _PipelinedWriter:
             del self.buffer[:CHUNK]
         return len(data)
 
+    @_stream_errors
+    def seek(self, pos, whence=os.SEEK_SET):
+        """Move to `pos` (leaving a hole, for sparse files)."""
+        self._flush()
+        if whence == os.SEEK_CUR:
+            pos += self.offset
+        elif whence != os.SEEK_SET:
+            raise OSError(errno.EINVAL, 'only SEEK_SET and SEEK_CUR')
+        self.offset = pos
+        return pos
+
+    def tell(self):
+        return self.offset + len(self.buffer)
+
+    @_stream_errors
+    def truncate(self, size=None):
+        """Set the file's size (in order with the writes before it)."""
+        self._flush()
+        attrs = SFTPAttributes()
+        attrs.st_size = self.offset if size is None else size
+        self.pending.append(self.fs._send(proto.CMD_FSETSTAT, self.handle,
+                                          attrs))
+        return attrs.st_size
+
+    def _flush(self):
+        if self.buffer:
+            self._send(bytes(self.buffer))
+            self.buffer.clear()
+
     def _send(self, piece):
         num = self.fs._send(proto.CMD_WRITE, self.handle, int64(self.offset),
                             payload=piece)
         self.pending.append(num)
         self.offset += len(piece)
-        self.fs.bytes_written += len(piece)
         if len(self.pending) > WRITES_IN_FLIGHT:
             self.fs._wait(self.pending.popleft(), self.path)
 
+    @_stream_errors
     def close(self):
         if self.handle is None:
             return
         try:
-            if self.buffer:
-                self._send(bytes(self.buffer))
-                self.buffer.clear()
+            self._flush()
             nums = list(self.pending)
             self.pending.clear()
         finally:

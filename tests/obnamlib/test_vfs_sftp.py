@@ -336,9 +336,24 @@ def test_rename_replaces_target_and_makes_parents(fs, remote_dir):
 
 def test_missing_files_raise_file_not_found(fs):
     for call in (lambda: fs.read_file('nope'), lambda: fs.listdir('nope'),
-                 lambda: fs.remove('nope'), lambda: fs.lstat(b'nope')):
+                 lambda: fs.remove('nope')):
         with pytest.raises(FileNotFoundError):
             call()
+
+
+def test_live_data_errors_are_obnam_errors(fs, remote_dir):
+    missing = os.fsencode(remote_dir / 'nope')
+    with pytest.raises(errors.ObnamSystemError) as e:
+        fs.lstat(missing)
+    assert str(e.value) == (
+        'RD5FA4X: System error: %s: 2: No such file or directory'
+        % (remote_dir / 'nope'))
+    with pytest.raises(errors.ObnamIOError) as e:
+        fs.open_read(missing)
+    assert str(e.value) == (
+        'RCE08AX: I/O error: %s: 2: No such file or directory'
+        % (remote_dir / 'nope'))
+    assert not fs.exists(missing)
 
 
 def test_makedirs_remove_rmdir(fs, remote_dir):
@@ -381,20 +396,21 @@ def test_permission_denied_is_permission_error(fs, tmp_path):
         locked = tmp_path / 'locked'
         locked.mkdir(mode=0o500)
         target = os.fsencode(locked / 'f')
-    with pytest.raises(PermissionError) as e:
+    with pytest.raises(errors.ObnamIOError) as e:
         fs.open_write(target)
-    assert e.value.errno == errno.EACCES
-    assert e.value.filename == os.fsdecode(target)
+    assert str(e.value) == 'RCE08AX: I/O error: %s: 13: Permission denied' % (
+        os.fsdecode(target))
 
 
 def test_disk_full_is_a_clear_error(fs):
     f = fs.open_write(b'/dev/full')
-    with pytest.raises(OSError) as e:
+    with pytest.raises(errors.ObnamIOError) as e:
         f.write(b'x' * 1000)
         f.close()
     assert e.value.errno == errno.EIO
-    assert 'full disk' in str(e.value)
-    assert e.value.filename == '/dev/full'
+    assert one_line(e.value).startswith(
+        'RCE08AX: I/O error: /dev/full: 5: SFTP server failure (')
+    assert 'a full disk' in str(e.value)
 
 
 def test_byte_counters(fs):
@@ -413,7 +429,8 @@ def test_scandir_gives_bytes_names_and_stats(fs, remote_dir):
     os.mkdir(remote_dir / 'sub')
     os.symlink('caf', remote_dir / 'link')
     entries = dict(fs.scandir(os.fsencode(remote_dir)))
-    assert sorted(entries) == [b'caf\xe9', b'link', b'sub']
+    assert [name for name, _ in fs.scandir(os.fsencode(remote_dir))] == [
+        b'caf\xe9', b'link', b'sub']
     st = entries[b'caf\xe9']
     local = os.lstat(odd)
     assert stat.S_ISREG(st.st_mode) and st.st_mode == local.st_mode
@@ -456,13 +473,48 @@ def test_stream_write_then_restore_metadata(fs, remote_dir):
     assert stat.S_IMODE(st.st_mode) == 0o640
     assert (st.st_atime, st.st_mtime) == (1500000000, 1600000000)
     fs.lchown(path, os.getuid(), os.getgid())
+    fs.lchown(path, -1, os.getgid())
+
+
+def test_sparse_write_with_seek_and_truncate(fs, remote_dir):
+    path = os.fsencode(remote_dir / 'sparse')
+    f = fs.open_write(path)
+    f.write(b'head')
+    f.seek(1000000)
+    f.write(b'tail')
+    f.truncate(2000000)
+    f.close()
+    data = (remote_dir / 'sparse').read_bytes()
+    assert len(data) == 2000000
+    assert data[:4] == b'head' and data[1000000:1000004] == b'tail'
+    assert data.count(0) == 2000000 - 8
+
+
+def test_create_file_is_exclusive(fs, remote_dir):
+    fs.create_file('metadata/format', b'6\n')
+    assert (remote_dir / 'metadata/format').read_bytes() == b'6\n'
+    with pytest.raises(FileExistsError):
+        fs.create_file('metadata/format', b'7\n')
+    assert (remote_dir / 'metadata/format').read_bytes() == b'6\n'
+
+
+def test_open_vfs_picks_sftp(sshd, transport, remote_dir):
+    import obnamlib.vfs
+    fs = obnamlib.vfs.open_vfs(sshd.url(str(remote_dir)),
+                               settings_for(sshd, transport))
+    try:
+        assert isinstance(fs, SftpFS)
+        assert fs.baseurl == sshd.url(str(remote_dir))
+    finally:
+        fs.close()
 
 
 def test_symlink_link_and_mkdir(fs, remote_dir):
     base = os.fsencode(remote_dir)
     fs.mkdir(base + b'/d')
-    with pytest.raises(FileExistsError):
+    with pytest.raises(errors.ObnamSystemError) as e:
         fs.mkdir(base + b'/d')
+    assert e.value.errno == errno.EEXIST
     fs.symlink(b'../target', base + b'/d/sym')
     assert os.readlink(base + b'/d/sym') == b'../target'
     fs.lutimes(base + b'/d/sym', 10**18, 1400000000 * 10**9)
@@ -470,7 +522,7 @@ def test_symlink_link_and_mkdir(fs, remote_dir):
     fs.write_file('d/f', b'data')
     fs.link(base + b'/d/f', base + b'/d/hard')
     assert os.lstat(base + b'/d/hard').st_ino == os.lstat(base + b'/d/f').st_ino
-    with pytest.raises(OSError) as e:
+    with pytest.raises(errors.ObnamSystemError) as e:
         fs.mknod(base + b'/fifo', stat.S_IFIFO | 0o600)
     assert e.value.errno == errno.ENOTSUP
 
