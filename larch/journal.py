@@ -103,20 +103,17 @@ class Journal:
 
     def listdir(self, rel):
         """Names in directory rel, as the journal makes them appear."""
-        names = set()
-        for path in (self._p(rel), self._p(NEW + '/' + rel)):
-            try:
-                names.update(self.vfs.listdir(path))
-            except (FileNotFoundError, NotADirectoryError):
-                pass
+        try:
+            names = set(self.vfs.listdir(self._p(rel)))
+        except (FileNotFoundError, NotADirectoryError):
+            names = set()
         prefix = rel + '/'
+        for path in self.new_files:
+            if path.startswith(prefix):
+                names.add(path[len(prefix):].split('/', 1)[0])
         return sorted(n for n in names
                       if not n.startswith('tmp')
                       and (prefix + n) not in self.deleted)
-
-    def isdir(self, rel):
-        return (self.vfs.isdir(self._p(rel))
-                or self.vfs.isdir(self._p(NEW + '/' + rel)))
 
     # --- writing -------------------------------------------------------
 
