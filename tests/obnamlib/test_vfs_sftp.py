@@ -4,6 +4,7 @@ Both transports are exercised: the OpenSSH client as a subprocess (the
 default) and paramiko's own SSH (--pure-paramiko).
 """
 
+import atexit
 import errno
 import os
 import pwd
@@ -14,16 +15,27 @@ import pytest
 
 from obnamlib import errors, ssh_auth, vfs_sftp
 from obnamlib.vfs_sftp import SftpFS, SftpUrl
+from tests.obnamlib.vfs_conformance import VfsConformance
 from tests.sshd_server import SshdServer, generate_key, public_key_line
 
 
 TRANSPORTS = ['openssh', 'paramiko']
+_server = []
+
+
+def shared_sshd():
+    """One sshd for every test in this module (started on first use)."""
+    if not _server:
+        server = SshdServer()
+        server.start()
+        atexit.register(server.stop)
+        _server.append(server)
+    return _server[0]
 
 
 @pytest.fixture(scope='module')
 def sshd():
-    with SshdServer() as server:
-        yield server
+    return shared_sshd()
 
 
 @pytest.fixture(autouse=True)
@@ -529,3 +541,48 @@ def test_symlink_link_and_mkdir(fs, remote_dir):
 
 def test_no_extended_attributes(fs, remote_dir):
     assert fs.llistxattr(os.fsencode(remote_dir)) == []
+
+
+# --- the VFS conformance suite, over both transports ------------------------
+
+class SftpConformance(VfsConformance):
+    """What SFTP cannot do is checked to fail clearly instead."""
+
+    transport = None
+
+    def make_vfs(self, root):
+        sshd = shared_sshd()
+        return SftpFS(sshd.url(root), settings_for(sshd, self.transport))
+
+    def test_symlink_and_times(self):
+        link = self.live('l')
+        self.vfs.symlink(b'/nowhere', link)
+        assert os.readlink(link) == b'/nowhere'
+        self.vfs.lutimes(link, 1000000001, 2000000002)
+        st = os.lstat(link)
+        assert st.st_mtime_ns == 2000000000      # SFTP v3: whole seconds
+        assert st.st_atime_ns == 1000000000
+
+    def test_fifo_and_socket(self):
+        for kind in (stat.S_IFIFO, stat.S_IFSOCK):
+            with pytest.raises(errors.ObnamSystemError) as info:
+                self.vfs.mknod(self.live('node'), kind | 0o644)
+            assert info.value.errno == errno.ENOTSUP
+        assert not os.path.lexists(self.live('node'))
+
+    def test_xattrs(self):
+        path = self.live('f')
+        with open(path, 'wb'):
+            pass
+        assert self.vfs.llistxattr(path) == []
+        with pytest.raises(errors.ObnamSystemError) as info:
+            self.vfs.lsetxattr(path, b'user.foo', b'some value')
+        assert info.value.errno == errno.ENOTSUP
+
+
+class TestSftpConformanceOpenSSH(SftpConformance):
+    transport = 'openssh'
+
+
+class TestSftpConformancePureParamiko(SftpConformance):
+    transport = 'paramiko'
