@@ -249,19 +249,33 @@ class SftpFS(VirtualFileSystem):
         self._has_lsetstat = True
         self.connection = connection or ssh_auth.open_sftp(self.target)
         self.sftp = self.connection.sftp
-        self.root = self._resolve_root()
+        self.root_bytes = self._resolve_root(self.parsed)
+        self.root = os.fsdecode(self.root_bytes)
 
     def __repr__(self):
         return 'SftpFS(%r)' % self.url
 
     # --- plumbing ---------------------------------------------------------
 
-    def _resolve_root(self):
-        path = self.parsed.path.encode('utf-8', 'surrogateescape')
-        if not self.parsed.home_relative:
-            return path or b'/'
-        home = self.realpath(b'.')
-        return _join(home, path.rstrip(b'/')) if path else home
+    def _resolve_root(self, parsed):
+        path = _clean_rel(parsed.path)
+        if not parsed.home_relative:
+            return b'/' + path
+        return _join(self.realpath(b'.'), path)
+
+    def path_of(self, url):
+        """The absolute server path (bytes) of another URL on this server.
+
+        For pull backups: the live-data methods take these paths.
+        """
+        parsed = SftpUrl(url)
+        if (parsed.host, parsed.port, parsed.user) != (
+                self.parsed.host, self.parsed.port, self.parsed.user):
+            raise ObnamSystemError(
+                filename=url, errno=errno.EXDEV,
+                strerror='all sftp:// roots of a run must be on the same '
+                         'server as %s' % self.url)
+        return self._resolve_root(parsed)
 
     def _lost(self, error):
         reason = str(error) or type(error).__name__
@@ -343,7 +357,7 @@ class SftpFS(VirtualFileSystem):
         """Server path for a StorageFS (relative) or live-data path."""
         if isinstance(path, bytes) and path.startswith(b'/'):
             return path
-        return _join(self.root, _clean_rel(path))
+        return _join(self.root_bytes, _clean_rel(path))
 
     # --- basic operations -------------------------------------------------
 

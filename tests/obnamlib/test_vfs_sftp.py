@@ -160,7 +160,13 @@ def test_home_relative_root_is_below_login_directory(sshd, transport):
     url = 'sftp://%s@127.0.0.1:%d/~/some/dir' % (sshd.user, sshd.port)
     fs = SftpFS(url, settings_for(sshd, transport))
     try:
-        assert fs.root == home + b'/some/dir'
+        assert fs.root_bytes == home + b'/some/dir'
+        assert fs.root == os.fsdecode(home + b'/some/dir')
+        other = 'sftp://%s@127.0.0.1:%d/~/.' % (sshd.user, sshd.port)
+        assert fs.path_of(other) == home
+        assert fs.path_of(sshd.url('/etc')) == b'/etc'
+        with pytest.raises(errors.ObnamSystemError):
+            fs.path_of('sftp://elsewhere/etc')
     finally:
         fs.close()
 
