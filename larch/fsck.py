@@ -93,15 +93,17 @@ def check_open_forest(forest, fix=False, node_size=None):
         if stored != actual and not (
                 walk.damaged and node_id not in walk.reachable):
             problems.append(_mark(
-                '%s: refcount is %d, but %d references exist'
+                '%s: refcount is %d, should be %d'
                 % (where(node_id), stored, actual), True, fix))
             fixes.append((node_id, actual))
     unreachable = sorted(on_disk - walk.reachable)
     deletable = not walk.damaged
     for node_id in unreachable:
         problems.append(_mark(
-            'forest %s: node %d is not reachable from any root'
-            % (forest.dirname, node_id), deletable, fix))
+            'forest %s: node %d is not reachable from any root%s'
+            % (forest.dirname, node_id,
+               '' if deletable else ' (a damaged node may refer to it)'),
+            deletable, fix))
     for node_id in sorted(i for i in on_disk | walk.reachable
                           if i > forest.last_id):
         problems.append(_mark(
