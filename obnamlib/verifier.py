@@ -8,6 +8,7 @@ reported one by one; the caller decides the exit code.
 """
 
 import errno
+import os
 import random
 import stat as stat_module
 
@@ -139,8 +140,16 @@ def metadata_difference(backup, live):
             old = old or b''
             new = new or b''
         if old != new:
-            return 'metadata change: %s (%r vs %r)' % (field, old, new)
+            return 'metadata change: %s (%s vs %s)' % (
+                field, _py2_repr(old), _py2_repr(new))
     return None
+
+
+def _py2_repr(value):
+    """Values as Obnam 1.x (Python 2) showed them: 'abc', not b'abc'."""
+    if isinstance(value, bytes):
+        return repr(value)[1:]
+    return repr(value)
 
 
 def _read_exactly(f, size):
@@ -155,8 +164,13 @@ def _read_exactly(f, size):
 
 
 def _strerror(error):
-    if isinstance(error, OSError):
-        return error.strerror or errno.errorcode.get(error.errno, str(error))
+    """The OS's words for an OSError or a live-VFS ObnamError."""
+    strerror = getattr(error, 'strerror', None)
+    if strerror:
+        return strerror
+    number = getattr(error, 'errno', None)
+    if number in errno.errorcode:
+        return os.strerror(number)
     return str(error)
 
 

@@ -98,7 +98,7 @@ def test_missing_file_and_changed_symlink_target(tmp_path):
     assert failures[1].startswith(
         'RDF30DX: %s/sub: metadata change: st_mtime_' % live)
     assert failures[2] == (
-        "RDF30DX: %s/link: metadata change: target (b'f' vs b'g')" % live)
+        "RDF30DX: %s/link: metadata change: target ('f' vs 'g')" % live)
 
 
 def test_extra_live_files_are_not_reported(tmp_path):
