@@ -13,12 +13,19 @@ DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
 
 
 def open_forest(dirname=None, key_size=None, node_size=None,
-                allow_writes=False, vfs=None, cache_size=None):
+                allow_writes=False, vfs=None, cache_size=None,
+                lru_size=None, upload_max=None):
     """Open (or, for writing, prepare to create) the forest in dirname.
 
     With vfs=None, dirname is a local directory. Otherwise dirname is a
-    path inside vfs. cache_size is the number of nodes kept in memory.
+    path inside vfs. cache_size is the number of nodes kept in memory
+    (changed nodes included: they are written into the journal when they
+    fall out of the cache); by default as many as fit in 256 MiB of
+    node_size. lru_size and upload_max are larch 1.x's names for the same
+    memory limits: their sum is used as cache_size if cache_size is None.
     """
+    if cache_size is None and (lru_size or upload_max):
+        cache_size = (lru_size or 0) + (upload_max or 0)
     if dirname is None:
         raise ValueError('open_forest needs a dirname')
     if key_size is None:

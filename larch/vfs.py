@@ -30,7 +30,7 @@ class LocalFS:
     """StorageFS on the local disk, below directory `root`."""
 
     def __init__(self, root):
-        self.root = os.fsdecode(root)
+        self.root = os.path.abspath(os.fsdecode(root))
 
     def __repr__(self):
         return 'LocalFS(%r)' % self.root
