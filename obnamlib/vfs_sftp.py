@@ -70,8 +70,10 @@ class HardlinkError(ObnamError):
 
 
 class SftpConnectionLost(ObnamError):
+    """Every later call fails too: callers must not treat it per file."""
     code = legacy_code('SftpConnectionLost', 'obnamlib.vfs_sftp')
     msg = 'Lost the SSH connection to {hostname}: {reason}'
+    fatal = True
 
 
 class SftpUrl:

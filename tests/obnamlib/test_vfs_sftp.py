@@ -251,6 +251,33 @@ def test_unauthorized_key_is_refused(sshd, transport, tmp_path):
         "RCB0CAX: Can't authenticate to SSH server using key")
 
 
+@pytest.fixture
+def ssh_agent(tmp_path, monkeypatch):
+    """A real ssh-agent on a private socket, for this test only."""
+    sock = str(tmp_path / 'agent.sock')
+    agent = subprocess.Popen(['ssh-agent', '-D', '-a', sock],
+                             stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    agent.stdout.readline()     # it prints the socket once it listens
+    monkeypatch.setenv('SSH_AUTH_SOCK', sock)
+    yield sock
+    agent.terminate()
+    agent.wait()
+    agent.stdout.close()
+
+
+def test_agent_key_is_used(sshd, transport, tmp_path, ssh_agent):
+    subprocess.run(['ssh-add', '-q', sshd.client_key], check=True,
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    settings = settings_for(sshd, transport, **{'ssh-key': ''})
+    fs = SftpFS(sshd.url(str(tmp_path)), settings)
+    try:
+        assert 'home' in fs.listdir('')
+    finally:
+        fs.close()
+
+
 def test_key_from_home_ssh_directory_is_used(sshd, tmp_path):
     ssh_dir = tmp_path / 'home' / '.ssh'
     ssh_dir.mkdir()
