@@ -8,6 +8,8 @@ statistics block (§13.2).  Nothing here prints; callbacks do.
 import logging
 import time
 
+import obnamlib.humanise
+
 
 class BackupProgress:
     """Counters of one backup run, plus hooks for the command.
@@ -66,6 +68,14 @@ class BackupProgress:
         else:
             text = "ERROR: Can't back up %s: %s" % (
                 _show(path), _first_line(error))
+        logging.error('%s', text)
+        if self.on_error:
+            self.on_error(text)
+
+    def general_error(self, error):
+        """An error not tied to one file (a bad exclude pattern)."""
+        self.errors.append((None, error))
+        text = 'ERROR: %s' % _first_line(error)
         logging.error('%s', text)
         if self.on_error:
             self.on_error(text)
@@ -149,37 +159,16 @@ _UNITS = (('TiB', 1 << 40), ('GiB', 1 << 30), ('MiB', 1 << 20),
 
 def format_size(amount):
     """Integer part in the largest unit <= amount, printed as '%.1f UNIT'."""
-    amount = int(amount)
-    for unit, size in _UNITS:
-        if amount >= size:
-            return '%.1f %s' % (amount // size, unit)
-    return '%.1f B' % amount
+    return obnamlib.humanise.size(int(amount))
 
 
 def format_speed(bytes_per_second):
-    for unit, size in (('GiB/s', 1 << 30), ('MiB/s', 1 << 20),
-                       ('KiB/s', 1 << 10)):
-        if bytes_per_second >= size:
-            return '%.1f %s' % (bytes_per_second / size, unit)
-    return '%.1f B/s' % bytes_per_second
+    return obnamlib.humanise.speed(bytes_per_second, 1)
 
 
 def format_duration(seconds):
     """3723 -> '1h2m3s', 300 -> '5m', 0.3 -> '0s', 0 -> ''."""
-    if seconds == 0:
-        return ''
-    parts = []
-    hours = int(seconds // 3600)
-    if hours:
-        parts.append('%dh' % hours)
-        seconds -= hours * 3600
-    if seconds >= 60:
-        minutes = int(seconds // 60)
-        parts.append('%dm' % minutes)
-        seconds -= minutes * 60
-    if seconds > 0:
-        parts.append('%ds' % round(seconds))
-    return ''.join(parts) or '0s'
+    return obnamlib.humanise.duration(seconds)
 
 
 def format_elapsed(seconds):

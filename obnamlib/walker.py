@@ -18,18 +18,17 @@ a noticeable part of its time on per-entry overhead:
                                  its ENTER/EXIT still follow, with no names
 """
 
-import errno
 import stat as stat_module
 
 import obnamlib.errors
+import obnamlib.pathname_excluder
 
 ENTER = 'enter'
 FILE = 'file'
 EXIT = 'exit'
 ERROR = 'error'
 
-CACHEDIR_TAG = b'CACHEDIR.TAG'
-CACHEDIR_SIGNATURE = b'Signature: 8a477f597d28d172789f06886806bc55'
+CACHEDIR_TAG = obnamlib.pathname_excluder.CACHEDIR_TAG
 
 _S_ISDIR = stat_module.S_ISDIR
 
@@ -165,15 +164,15 @@ def _is_cache_dir(vfs, path, entries):
 def _tag_is_valid(vfs, path):
     try:
         f = vfs.open_read(path)
-        try:
-            head = f.read(len(CACHEDIR_SIGNATURE))
-        finally:
-            f.close()
-    except (OSError, obnamlib.errors.ObnamError) as e:
-        if getattr(e, 'errno', None) in (errno.ENOENT, errno.EACCES, None):
-            return False
+    except (OSError, obnamlib.errors.ObnamError):
         return False
-    return head == CACHEDIR_SIGNATURE
+    try:
+        head = f.read(len(obnamlib.pathname_excluder.CACHEDIR_SIGNATURE))
+    except (OSError, obnamlib.errors.ObnamError):
+        return False
+    finally:
+        f.close()
+    return obnamlib.pathname_excluder.has_cachedir_signature(head)
 
 
 def _show(path):
