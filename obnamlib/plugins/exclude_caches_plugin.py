@@ -1,0 +1,12 @@
+"""Skipping directories tagged with CACHEDIR.TAG (§3.4, §7)."""
+
+from obnamlib import plugin
+
+
+class ExcludeCachesPlugin(plugin.ObnamPlugin):
+
+    def enable(self):
+        self.app.settings.boolean(
+            ['exclude-caches'], 'exclude directories (and their subdirs) '
+            'that contain a CACHEDIR.TAG file', group='Backing up')
+        self.app.accept_unimplemented('exclude-caches')
