@@ -78,13 +78,14 @@ def add_generation(repo, files, started, ended=None, client=CLIENT,
     return gen
 
 
-def tree(**extra):
-    """A little tree with parents of a root, like a real backup."""
+def tree(extra=None):
+    """A little tree with parents of a root, like a real backup, plus
+    extra {bytes path: (md, content)}."""
     files = {
         b'/': dir_(),
         b'/home': dir_(),
         b'/home/liw': dir_(st_uid=1000, username=b'liw', groupname=b'liw'),
         b'/home/liw/foo': reg(b'hello\n'),
     }
-    files.update(extra)
+    files.update(extra or {})
     return files

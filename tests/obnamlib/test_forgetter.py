@@ -1,0 +1,171 @@
+"""The forget engine against real format-6 repositories."""
+
+import os
+import time
+
+import pytest
+
+from obnamlib import errors, forget_policy, forgetter
+from obnamlib import repo_interface as ri
+
+from tests.obnamlib import show_helpers as h
+
+
+@pytest.fixture
+def utc_tz():
+    old = os.environ.get('TZ')
+    os.environ['TZ'] = 'UTC'
+    time.tzset()
+    yield
+    if old is None:
+        os.environ.pop('TZ', None)
+    else:
+        os.environ['TZ'] = old
+    time.tzset()
+
+
+@pytest.fixture
+def path(tmp_path):
+    return tmp_path / 'repo'
+
+
+@pytest.fixture
+def repo(path):
+    r = h.open_repo(path, create=True)
+    yield r
+    r.close()
+
+
+def disk_usage(path):
+    total = 0
+    for dirpath, _, files in os.walk(path):
+        for name in files:
+            total += os.path.getsize(os.path.join(dirpath, name))
+    return total
+
+
+def snapshot(path):
+    result = {}
+    for dirpath, _, files in os.walk(path):
+        for name in files:
+            full = os.path.join(dirpath, name)
+            with open(full, 'rb') as f:
+                result[os.path.relpath(full, path)] = f.read()
+    return result
+
+
+def hourly(repo, count, start=1433116800, client=h.CLIENT):
+    """count generations an hour apart (ending on the hour), each with a
+    file of its own and a shared one."""
+    gens = []
+    for i in range(count):
+        files = h.tree({b'/home/liw/own': h.reg(b'own %d' % i),
+                        b'/home/liw/shared': h.reg(b'shared')})
+        gens.append(h.add_generation(repo, files, start + 3600 * i - 5,
+                                     start + 3600 * i, client=client))
+    return gens
+
+
+def test_policy_decisions_and_table(repo, utc_tz):
+    gens = hourly(repo, 5)
+    decisions = forgetter.decide_by_policy(
+        repo, h.CLIENT, forget_policy.parse('2h,1d'))
+    assert [d.gen_id for d in decisions] == gens
+    assert [d.line() for d in decisions] == [
+        '%d\t2015-06-01 00:00:00 +0000\tforget' % gens[0],
+        '%d\t2015-06-01 01:00:00 +0000\tforget' % gens[1],
+        '%d\t2015-06-01 02:00:00 +0000\tforget' % gens[2],
+        '%d\t2015-06-01 03:00:00 +0000\tkeep hourly 2/2' % gens[3],
+        '%d\t2015-06-01 04:00:00 +0000\tkeep hourly 1/2, daily 1/1' % gens[4],
+    ]
+
+
+def test_remove_by_policy_frees_chunks_only_removed_generations_used(repo):
+    gens = hourly(repo, 4)
+    own_chunks = [repo.get_file_chunk_ids(g, b'/home/liw/own')[0]
+                  for g in gens]
+    shared = repo.get_file_chunk_ids(gens[0], b'/home/liw/shared')[0]
+    decisions = forgetter.decide_by_policy(
+        repo, h.CLIENT, forget_policy.parse('1h'))
+    doomed = [d.gen_id for d in decisions if not d.keep]
+    done = []
+    forgetter.remove_generations(repo, h.CLIENT, doomed,
+                                 progress=lambda i, n: done.append((i, n)))
+    assert done == [(1, 3), (2, 3), (3, 3)]
+    assert repo.get_generation_ids(h.CLIENT) == [gens[-1]]
+    foo = repo.get_file_chunk_ids(gens[-1], b'/home/liw/foo')[0]
+    assert set(repo.get_chunk_ids()) == {own_chunks[-1], shared, foo}
+    assert repo.get_chunk_content(shared) == b'shared'
+    assert repo.get_chunk_content(own_chunks[-1]) == b'own 3'
+
+
+def test_removal_is_durable_and_unlocks(repo, path):
+    gens = hourly(repo, 3)
+    forgetter.remove_generations(repo, h.CLIENT, [gens[1]])
+    other = h.open_repo(path)
+    assert other.get_generation_ids(h.CLIENT) == [gens[0], gens[2]]
+    other.lock_everything()      # nothing left locked
+    other.unlock_everything()
+    assert not any(name == 'lock' for _, _, files in os.walk(path)
+                   for name in files)
+
+
+def test_other_clients_chunks_survive(repo):
+    mine = hourly(repo, 2)
+    theirs = hourly(repo, 1, client='other')
+    shared = repo.get_file_chunk_ids(mine[0], b'/home/liw/shared')[0]
+    own0 = repo.get_file_chunk_ids(mine[0], b'/home/liw/own')[0]
+    # the other client's only file "own 0" has the same content as mine[0]'s
+    assert repo.get_file_chunk_ids(theirs[0], b'/home/liw/own') == [own0]
+    forgetter.remove_generations(repo, h.CLIENT, mine)
+    assert repo.get_generation_ids(h.CLIENT) == []
+    assert repo.get_chunk_content(own0) == b'own 0'
+    assert repo.get_chunk_content(shared) == b'shared'
+    assert repo.get_generation_ids('other') == theirs
+
+
+def test_decide_by_specs_resolves_all_first(repo, path):
+    gens = hourly(repo, 3)
+    before = snapshot(path)
+    with pytest.raises(errors.RepositoryGenerationDoesNotExist) as info:
+        forgetter.decide_by_specs(repo, h.CLIENT, ['%d' % gens[0], '999'])
+    assert str(info.value) == ("R0B15DX: Cannot find requested generation "
+                               "'999' for client havelock")
+    assert snapshot(path) == before
+    decisions, chosen = forgetter.decide_by_specs(
+        repo, h.CLIENT, ['latest', '%d' % gens[0], '%d' % gens[2]])
+    assert chosen == [gens[2], gens[0]]
+    assert [d.keep for d in decisions] == [False, True, False]
+    assert decisions[1].line().endswith('\tkeep not named')
+
+
+def test_forgetting_big_data_shrinks_repository(repo, path):
+    big = os.urandom(3 * 1024 * 1024)
+    g1 = h.add_generation(repo, h.tree({b'/home/liw/big': h.reg(big)}), 1000)
+    g2 = h.add_generation(repo, h.tree(), 2000)
+    before = disk_usage(path)
+    forgetter.remove_generations(repo, h.CLIENT, [g1])
+    after = disk_usage(path)
+    assert before - after >= len(big)
+    assert repo.get_generation_ids(h.CLIENT) == [g2]
+    assert repo.get_metadata(g2, b'/home/liw/foo').st_size == 6
+    [chunk] = repo.get_file_chunk_ids(g2, b'/home/liw/foo')
+    assert repo.get_chunk_content(chunk) == b'hello\n'
+
+
+def test_failure_releases_locks(repo, path):
+    gens = hourly(repo, 2)
+    with pytest.raises(errors.ObnamError):
+        forgetter.remove_generations(
+            repo, h.CLIENT, [gens[0], gens[0]])     # second removal fails
+    other = h.open_repo(path)
+    other.lock_everything()
+    other.unlock_everything()
+    # the first removal was committed on its own
+    assert other.get_generation_ids(h.CLIENT) == [gens[1]]
+
+
+def test_end_time_falls_back_to_start(repo):
+    [gen] = hourly(repo, 1)
+    assert forgetter.end_time(repo, gen) == repo.get_generation_key(
+        gen, ri.GEN_ENDED)
