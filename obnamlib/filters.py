@@ -1,0 +1,97 @@
+"""The tag chain that wraps every filtered repository file (format-6.md §3).
+
+A filtered file is `tag NUL data` repeated: the empty tag ends the chain,
+`deflate` means zlib, `encrypt1` means OpenPGP symmetric encryption with the
+toplevel's key.  The writer always applies compression first, encryption
+second, and each filter may decline to act (compression that does not
+shrink the data is skipped, §3.4).  The cipher is pluggable: any object
+with `encrypt(data, passphrase)` and `decrypt(data, passphrase)`.
+"""
+
+import zlib
+
+from obnamlib import errors
+
+END = b''
+DEFLATE = b'deflate'
+ENCRYPT1 = b'encrypt1'
+
+
+class EncryptedFileWithoutKey(errors.ObnamError):
+    code = 'R9387DX'
+    msg = ('{filename} is encrypted, but no encryption key is available '
+           'for its toplevel (use --encrypt-with or check your keyring)')
+
+
+class CorruptCompressedData(errors.ObnamError):
+    code = errors.legacy_code('CorruptCompressedData', 'obnamlib.filters')
+    msg = '{filename}: compressed data is damaged: {reason}'
+
+
+def tagged(tag, data):
+    return tag + b'\0' + data
+
+
+def compress(data):
+    """zlib at level 6, or None when it would not make the file smaller.
+
+    Obnam >= 1.18 skips compression when the tagged result would not be
+    shorter than its input."""
+    packed = zlib.compress(data, 6)
+    if len(packed) + len(DEFLATE) + 1 >= len(data):
+        return None
+    return packed
+
+
+def wrap(payload, compression=False, encrypt=None):
+    """The bytes to store for `payload`.
+
+    encrypt: None (no encryption) or a callable bytes -> ciphertext."""
+    data = tagged(END, payload)
+    if compression:
+        packed = compress(data)
+        if packed is not None:
+            data = tagged(DEFLATE, packed)
+    if encrypt is not None:
+        data = tagged(ENCRYPT1, encrypt(data))
+    return data
+
+
+def unwrap(data, decrypt=None, filename=''):
+    """The payload inside stored bytes, undoing filters as the tags say.
+
+    decrypt: None (no key known) or a callable ciphertext -> bytes."""
+    while True:
+        tag, sep, rest = data.partition(b'\0')
+        if not sep:
+            raise errors.NoFilterTagError()
+        if tag == END:
+            return rest
+        if tag == DEFLATE:
+            data = _decompress(rest, filename)
+        elif tag == ENCRYPT1:
+            if decrypt is None:
+                raise EncryptedFileWithoutKey(filename=filename)
+            data = decrypt(rest)
+        else:
+            raise errors.MissingFilterError(tagname=tag)
+
+
+def _decompress(data, filename):
+    try:
+        return zlib.decompress(data)
+    except zlib.error as e:
+        raise CorruptCompressedData(filename=filename, reason=str(e))
+
+
+def tags_of(data):
+    """The outer tags visible without decrypting (for tests and fsck)."""
+    found = []
+    while True:
+        tag, sep, rest = data.partition(b'\0')
+        if not sep or tag == END:
+            return found
+        found.append(tag)
+        if tag != DEFLATE:
+            return found
+        data = zlib.decompress(rest)

@@ -1,0 +1,202 @@
+"""Repository storage as larch and fmt_6 see it: the StorageFS protocol on
+top of a raw storage, with the tag chain (compression, encryption) applied
+to filtered files at the read/write boundary (format-6.md §3).
+
+Nothing above this layer knows about filters or encryption.  Files that are
+never filtered (`metadata/format`, `key`, `userkeys`, `lock`) pass through
+unchanged; the toplevel (first path component) chooses the key.
+"""
+
+import threading
+
+from obnamlib import errors, filters
+
+UNFILTERED_PATHS = ('metadata/format',)
+UNFILTERED_NAMES = ('key', 'userkeys', 'lock')
+
+
+def normalise(path):
+    return '/'.join(part for part in path.split('/') if part not in ('', '.'))
+
+
+def is_filtered(path):
+    path = normalise(path)
+    return (path not in UNFILTERED_PATHS and
+            path.rsplit('/', 1)[-1] not in UNFILTERED_NAMES)
+
+
+def toplevel_of(path):
+    return normalise(path).split('/', 1)[0]
+
+
+def default_cipher():
+    from obnamlib import openpgp
+    return openpgp.SymmetricCipher()
+
+
+class RepositoryFS:
+    """StorageFS with filters.
+
+    base: any StorageFS (larch.vfs.LocalFS, an obnamlib VFS).
+    compress: wrap with `deflate` when it helps.
+    keys: None (no encryption) or an object with `symmetric_key(toplevel)`
+    (passphrase str, or None for an unencrypted toplevel) and
+    `prepare_toplevel(toplevel)` (makes `key`/`userkeys` of a new toplevel).
+    cipher: `encrypt(data, passphrase)` / `decrypt(data, passphrase)`;
+    default: in-process OpenPGP (obnamlib.openpgp).
+    """
+
+    def __init__(self, base, compress=False, keys=None, cipher=None):
+        self.base = base
+        self.compress = compress
+        self.keys = keys
+        self._cipher = cipher
+        self._prepared = set()
+        self._lock = threading.Lock()
+        self.bytes_read = 0
+        self.bytes_written = 0
+
+    def __repr__(self):
+        return 'RepositoryFS(%r)' % (self.base,)
+
+    @property
+    def cipher(self):
+        if self._cipher is None:
+            self._cipher = default_cipher()
+        return self._cipher
+
+    # --- filtered content -------------------------------------------------
+
+    def read_file(self, path):
+        data = self.read_raw(path)
+        if not is_filtered(path):
+            return data
+        return filters.unwrap(data, self._decryptor(path), filename=path)
+
+    def write_file(self, path, data):
+        self.write_raw(path, self._wrap_for(path, data))
+
+    def create_file(self, path, data):
+        """Exclusive create (chunk files); FileExistsError if present."""
+        self._create_raw(path, self._wrap_for(path, data))
+
+    def _wrap_for(self, path, data):
+        if not is_filtered(path):
+            return data
+        return filters.wrap(data, self.compress, self._encryptor(path))
+
+    def _encryptor(self, path):
+        if self.keys is None:
+            return None
+        toplevel = toplevel_of(path)
+        self._prepare(toplevel)
+        passphrase = self.keys.symmetric_key(toplevel)
+        if passphrase is None:
+            return None
+        return lambda data: self.cipher.encrypt(data, passphrase)
+
+    def _decryptor(self, path):
+        if self.keys is None:
+            return None
+        toplevel = toplevel_of(path)
+
+        def decrypt(data):
+            passphrase = self.keys.symmetric_key(toplevel)
+            if passphrase is None:
+                raise filters.EncryptedFileWithoutKey(filename=path)
+            return self.cipher.decrypt(data, passphrase)
+        return decrypt
+
+    def _prepare(self, toplevel):
+        """Let the keys create key/userkeys once per toplevel (§10.1)."""
+        if toplevel in self._prepared:
+            return
+        with self._lock:
+            if toplevel not in self._prepared:
+                self.keys.prepare_toplevel(toplevel)
+                self._prepared.add(toplevel)
+
+    # --- raw content -------------------------------------------------------
+
+    def read_raw(self, path):
+        data = self.base.read_file(path)
+        self.bytes_read += len(data)
+        return data
+
+    def write_raw(self, path, data):
+        self.base.write_file(path, data)
+        self.bytes_written += len(data)
+
+    def _create_raw(self, path, data):
+        create = getattr(self.base, 'create_file', None)
+        if create is not None:
+            create(path, data)
+        elif hasattr(self.base, 'lock'):
+            try:
+                self.base.lock(path, data)
+            except errors.LockFail:
+                raise FileExistsError(path)
+        else:
+            if self.base.exists(path):
+                raise FileExistsError(path)
+            self.base.write_file(path, data)
+        self.bytes_written += len(data)
+
+    # --- locks (never filtered, §9) ---------------------------------------
+
+    def lock(self, path, content=b''):
+        """Exclusive create; LockFail if the file exists."""
+        base_lock = getattr(self.base, 'lock', None)
+        if base_lock is not None:
+            try:
+                base_lock(path, content)
+            except FileExistsError:
+                raise errors.LockFail(lock_name=path,
+                                      reason='lock file already exists')
+        else:
+            if self.base.exists(path):
+                raise errors.LockFail(lock_name=path,
+                                      reason='lock file already exists')
+            self.base.write_file(path, content)
+        self.bytes_written += len(content)
+
+    def unlock(self, path):
+        base_unlock = getattr(self.base, 'unlock', None)
+        if base_unlock is not None:
+            base_unlock(path)
+        else:
+            self.base.remove(path)
+
+    # --- names -------------------------------------------------------------
+
+    def exists(self, path):
+        return self.base.exists(path)
+
+    def isdir(self, path):
+        return self.base.isdir(path)
+
+    def listdir(self, path):
+        return self.base.listdir(path)
+
+    def makedirs(self, path):
+        self.base.makedirs(path)
+
+    def remove(self, path):
+        self.base.remove(path)
+
+    def rmdir(self, path):
+        self.base.rmdir(path)
+
+    def rename(self, old, new):
+        self.base.rename(old, new)
+
+    def close(self):
+        close = getattr(self.base, 'close', None)
+        if close is not None:
+            close()
+
+    def __getattr__(self, name):
+        """Other raw-storage methods (lstat, mkdir, ...) pass through."""
+        if name == 'base':
+            raise AttributeError(name)
+        return getattr(self.base, name)

@@ -1,0 +1,162 @@
+import os
+import zlib
+
+import pytest
+
+import larch.vfs
+import obnamlib.vfs_local
+from obnamlib import errors, filters, repo_fs
+from tests.obnamlib.test_filters import XorCipher
+
+
+class PassphraseTable:
+    """The `keys` protocol with fixed passphrases, recording preparations."""
+
+    def __init__(self, table):
+        self.table = table
+        self.prepared = []
+
+    def symmetric_key(self, toplevel):
+        return self.table.get(toplevel)
+
+    def prepare_toplevel(self, toplevel):
+        self.prepared.append(toplevel)
+
+
+BASES = {
+    'larch-local': lambda root: larch.vfs.LocalFS(root),
+    'larch-memory': lambda root: larch.vfs.MemoryFS(),
+    'obnam-local': lambda root: obnamlib.vfs_local.LocalFS(root),
+}
+
+
+@pytest.fixture(params=sorted(BASES))
+def base(request, tmp_path):
+    return BASES[request.param](str(tmp_path))
+
+
+def test_filtered_file_has_nul_prefix(base):
+    fs = repo_fs.RepositoryFS(base)
+    fs.write_file('clientlist/metadata', b'[metadata]\n')
+    assert base.read_file('clientlist/metadata') == b'\0[metadata]\n'
+    assert fs.read_file('clientlist/metadata') == b'[metadata]\n'
+
+
+@pytest.mark.parametrize('path', ['metadata/format', 'clientlist/key',
+                                  'chunks/userkeys', 'lock', '123/lock',
+                                  './lock'])
+def test_unfiltered_files_pass_through(base, path):
+    fs = repo_fs.RepositoryFS(base, compress=True,
+                              keys=PassphraseTable({}), cipher=XorCipher())
+    fs.write_file(path, b'6\n' * 100)
+    assert base.read_file(path) == b'6\n' * 100
+    assert fs.read_file(path) == b'6\n' * 100
+
+
+def test_compression(base):
+    fs = repo_fs.RepositoryFS(base, compress=True)
+    fs.write_file('chunks/0/0/0/1', b'x' * 4096)
+    raw = base.read_file('chunks/0/0/0/1')
+    assert raw == b'deflate\0' + zlib.compress(b'\0' + b'x' * 4096)
+    assert fs.read_file('chunks/0/0/0/1') == b'x' * 4096
+
+
+def test_reads_compressed_without_compress_setting(base):
+    repo_fs.RepositoryFS(base, compress=True).write_file('a/b', b'y' * 99)
+    assert repo_fs.RepositoryFS(base).read_file('a/b') == b'y' * 99
+
+
+def test_encryption_uses_toplevel_key_and_prepares_once(base):
+    keys = PassphraseTable({'chunks': 'k1', 'clientlist': 'k2'})
+    fs = repo_fs.RepositoryFS(base, keys=keys, cipher=XorCipher())
+    fs.write_file('chunks/0/0/0/1', b'one')
+    fs.write_file('chunks/0/0/0/2', b'two')
+    fs.write_file('clientlist/metadata', b'three')
+    assert keys.prepared == ['chunks', 'clientlist']
+    raw = base.read_file('chunks/0/0/0/1')
+    assert raw.startswith(b'encrypt1\0') and raw.endswith(b'k1')
+    assert base.read_file('clientlist/metadata').endswith(b'k2')
+    assert fs.read_file('chunks/0/0/0/2') == b'two'
+    assert fs.read_file('clientlist/metadata') == b'three'
+
+
+def test_unencrypted_toplevel_with_keys_object(base):
+    keys = PassphraseTable({})
+    fs = repo_fs.RepositoryFS(base, keys=keys, cipher=XorCipher())
+    fs.write_file('123/metadata', b'm')
+    assert base.read_file('123/metadata') == b'\0m'
+    assert keys.prepared == ['123']
+
+
+def test_encrypted_file_without_keys_is_clear_error(base):
+    keys = PassphraseTable({'chunks': 'k1'})
+    repo_fs.RepositoryFS(base, keys=keys, cipher=XorCipher()).write_file(
+        'chunks/0/0/0/1', b'secret')
+    for other_keys in (None, PassphraseTable({})):
+        fs = repo_fs.RepositoryFS(base, keys=other_keys, cipher=XorCipher())
+        with pytest.raises(filters.EncryptedFileWithoutKey) as info:
+            fs.read_file('chunks/0/0/0/1')
+        assert 'chunks/0/0/0/1' in str(info.value)
+
+
+def test_counters_count_raw_bytes(base):
+    fs = repo_fs.RepositoryFS(base)
+    fs.write_file('x/y', b'abc')
+    fs.write_raw('metadata/format', b'6\n')
+    fs.read_file('x/y')
+    fs.read_raw('x/y')
+    assert fs.bytes_written == 4 + 2
+    assert fs.bytes_read == 4 + 4
+
+
+def test_create_file_is_exclusive(base):
+    fs = repo_fs.RepositoryFS(base, compress=True)
+    fs.create_file('chunks/0/0/0/5', b'z' * 100)
+    with pytest.raises(FileExistsError):
+        fs.create_file('chunks/0/0/0/5', b'other')
+    assert fs.read_file('chunks/0/0/0/5') == b'z' * 100
+
+
+def test_lock_is_exclusive_and_unfiltered(base):
+    fs = repo_fs.RepositoryFS(base, compress=True)
+    fs.lock('123/lock', b'who')
+    assert base.read_file('123/lock') == b'who'
+    with pytest.raises(errors.LockFail):
+        fs.lock('123/lock')
+    fs.unlock('123/lock')
+    assert not fs.exists('123/lock')
+    fs.lock('lock')
+    assert base.read_file('lock') == b''
+
+
+def test_name_operations_pass_through(base):
+    fs = repo_fs.RepositoryFS(base)
+    fs.makedirs('a/b')
+    fs.write_file('a/b/c', b'1')
+    assert fs.isdir('a/b') and fs.exists('a/b/c')
+    assert fs.listdir('a/b') == ['c']
+    fs.rename('a/b/c', 'a/d')
+    assert fs.read_file('a/d') == b'1'
+    fs.remove('a/d')
+    fs.rmdir('a/b')
+    assert fs.listdir('a') == []
+    with pytest.raises(FileNotFoundError):
+        fs.read_file('a/d')
+
+
+def test_larch_forest_over_repository_fs(tmp_path):
+    import larch.forest
+    base = larch.vfs.LocalFS(str(tmp_path))
+    fs = repo_fs.RepositoryFS(base, compress=True)
+    forest = larch.forest.open_forest('clientlist', key_size=4,
+                                      node_size=256, allow_writes=True, vfs=fs)
+    tree = forest.new_tree()
+    for i in range(50):
+        tree.insert(b'%04d' % i, b'v' * 20)
+    forest.commit()
+    meta = base.read_file('clientlist/metadata')
+    assert meta.startswith(b'\0[metadata]')
+    reopened = larch.forest.open_forest('clientlist', key_size=4,
+                                        node_size=256, vfs=fs)
+    last = reopened.trees[-1]
+    assert last.lookup(b'0042') == b'v' * 20
