@@ -1,4 +1,12 @@
-"""SSH/SFTP access settings (§3.12); the transport is obnamlib/vfs_sftp.py."""
+"""SSH/SFTP access settings (cli.md §3.12).
+
+The settings are read where a connection is opened (obnamlib/ssh_auth.py,
+through obnamlib.vfs.open_vfs); this plugin only declares them.  Host keys
+are never trusted silently: an unknown host is refused unless
+--ssh-host-keys-check=no, and a changed key is always refused.
+"""
+
+import os
 
 from obnamlib import plugin
 
@@ -10,17 +18,22 @@ class SftpPlugin(plugin.ObnamPlugin):
 
     def enable(self):
         s = self.app.settings
-        s.string(['ssh-key'], 'use FILENAME as the ssh RSA private key for '
-                 'sftp access', metavar='FILENAME', group=GROUP)
+        s.string(['ssh-key'], 'use FILENAME as the ssh private key for '
+                 'sftp access (besides ssh-agent and the default keys)',
+                 metavar='FILENAME', group=GROUP)
         s.choice(['ssh-host-keys-check'], ['ssh-config', 'yes', 'no', 'ask'],
-                 'if "no", accept any ssh host key; if "ask", ask the user; '
-                 'if "yes", the host key must be known; "ssh-config" lets '
-                 'the ssh configuration decide', metavar='VALUE', group=GROUP)
+                 'checking of the server\'s host key against the known '
+                 'hosts file: "ssh-config" lets the ssh configuration '
+                 'decide (StrictHostKeyChecking, by default "ask"); "yes" '
+                 'refuses unknown hosts; "ask" lets ssh ask on a terminal '
+                 'and otherwise refuses (paramiko never asks); "no" accepts '
+                 'an unknown host (ssh records it). A changed host key is '
+                 'always refused', metavar='VALUE', group=GROUP)
         s.boolean(['strict-ssh-host-keys'], 'deprecated; use '
                   '--ssh-host-keys-check=yes', group=GROUP)
         s.string(['ssh-known-hosts'], 'filename of the user\'s known hosts '
                  'file', metavar='FILENAME', group=GROUP,
-                 default=_expanded('~/.ssh/known_hosts'))
+                 default=os.path.expanduser('~/.ssh/known_hosts'))
         s.string(['ssh-command'], 'alternative executable to be used '
                  'instead of "ssh" (no arguments)', metavar='EXECUTABLE',
                  group=GROUP)
@@ -29,8 +42,3 @@ class SftpPlugin(plugin.ObnamPlugin):
         s.integer(['sftp-delay'], 'add an artificial delay of N '
                   'milliseconds to each SFTP round trip (testing)',
                   metavar='N', group=DEVEL_GROUP)
-
-
-def _expanded(path):
-    import os
-    return os.path.expanduser(path)
