@@ -1,13 +1,31 @@
-"""backup: store live data in the repository (cli.md §5.1, §6)."""
+"""The `backup` command (cli.md §5.1, §6): settings, roots, summary.
 
-from obnamlib import plugin
+The work is done by obnamlib.backup_engine; this module turns settings
+into its options, shows progress on the terminal, and prints the summary
+(§6.9) and the log statistics (§13.2).
+"""
+
+import logging
+import os
+import re
+import time
+import urllib.parse
+
+import obnamlib.backup_engine as backup_engine
+import obnamlib.backup_progress as backup_progress
+import obnamlib.clock
+import obnamlib.errors
+import obnamlib.pathname_excluder
+import obnamlib.plugin
+import obnamlib.vfs
+import obnamlib.walker
 
 GROUP = 'Backing up'
 PERF_GROUP = 'Performance tweaking'
 DEVEL_GROUP = 'Development of Obnam itself'
 
 
-class BackupPlugin(plugin.ObnamPlugin):
+class BackupPlugin(obnamlib.plugin.ObnamPlugin):
 
     def enable(self):
         s = self.app.settings
@@ -29,12 +47,119 @@ class BackupPlugin(plugin.ObnamPlugin):
         s.string_list(['testing-fail-matching'], 'simulate a failure for '
                       'files matching REGEXP (testing)', metavar='REGEXP',
                       group=DEVEL_GROUP)
-        self.app.accept_unimplemented(
-            'root', 'checkpoint', 'deduplicate', 'leave-checkpoints',
-            'testing-fail-matching')
         self.app.add_subcommand('backup', self.backup,
                                 arg_synopsis='[DIRECTORY|URL]...')
 
     def backup(self, args):
         """Backup data to repository"""
-        self.not_implemented('backup')
+        settings = self.app.settings
+        if not settings['repository']:
+            raise obnamlib.errors.RepositorySettingMissingError()
+        roots = list(settings['root']) + list(args)
+        if not roots:
+            raise backup_engine.BackupRootMissingError()
+        fs, paths = open_live_fs(roots, settings)
+        display = ProgressDisplay(self.app.ui.progress())
+        progress = backup_progress.BackupProgress(
+            on_error=self.app.ui.error, on_change=display.update)
+        excluder = obnamlib.pathname_excluder.from_settings(settings)
+        for error in excluder.errors:
+            progress.general_error(error)
+        options = make_options(settings, excluder)
+        try:
+            self._run(fs, options, progress, paths)
+        finally:
+            display.finish()
+            fs.close()
+        progress.log_statistics()
+        if not settings['quiet']:
+            for line in progress.summary_lines():
+                self.app.ui.output.write(line + '\n')
+        if progress.errors:
+            raise backup_engine.BackupErrors()
+
+    def _run(self, fs, options, progress, paths):
+        progress.what('connecting to repository')
+        opened = False
+        try:
+            with self.app.open_repository(
+                    lock='none', create=not options.pretend) as repo:
+                opened = True
+                engine = backup_engine.BackupEngine(
+                    repo, fs, options, progress, repo_io=repo.fs)
+                engine.run(paths)
+        except obnamlib.errors.ObnamError:
+            if options.pretend and not opened:
+                self.app.ui.error(
+                    "You are using --pretend without an existing backup "
+                    "repository. That can't work, sorry.")
+            raise
+
+
+def make_options(settings, excluder):
+    """BackupOptions from the application's settings."""
+    exclusions = obnamlib.walker.Exclusions(
+        exclude_path=excluder.excluding_pattern,
+        exclude_caches=settings['exclude-caches'],
+        one_file_system=settings['one-file-system'],
+        log=logging.debug)
+    return backup_engine.BackupOptions(
+        client_name=settings['client-name'],
+        chunk_size=settings['chunk-size'],
+        checkpoint=settings['checkpoint'],
+        deduplicate=settings['deduplicate'],
+        leave_checkpoints=settings['leave-checkpoints'],
+        pretend=settings['pretend'],
+        now=lambda: int(obnamlib.clock.now(settings)),
+        exclusions=exclusions,
+        fail_matching=[re.compile(os.fsencode(pattern))
+                       for pattern in settings['testing-fail-matching']])
+
+
+def normalise_root(root):
+    """Absolute bytes path of a local root, without trailing slashes."""
+    return os.fsencode(os.path.abspath(root))
+
+
+def open_live_fs(roots, settings):
+    """The live VFS and the roots' paths on it (local, or one sftp host)."""
+    schemes = {obnamlib.vfs.parse_scheme(root) for root in roots}
+    if schemes == {''}:
+        return (obnamlib.vfs.open_vfs('/', settings),
+                [normalise_root(root) for root in roots])
+    first = roots[0]
+    fs = obnamlib.vfs.open_vfs(first, settings)
+    paths = []
+    for root in roots:
+        parsed = urllib.parse.urlparse(root)
+        if parsed.scheme != urllib.parse.urlparse(first).scheme or \
+                parsed.netloc != urllib.parse.urlparse(first).netloc:
+            fs.close()
+            raise MixedRootsError(root=root, first=first)
+        paths.append(os.fsencode(os.path.normpath(fs.path_of(root))))
+    return fs, paths
+
+
+class MixedRootsError(obnamlib.errors.ObnamError):
+    """All roots of one run must be on the same machine (new here)."""
+    code = obnamlib.errors.legacy_code('MixedRootsError', 'backup_plugin')
+    msg = ('Backup roots must all be on one machine: {root} is not where '
+           '{first} is')
+
+
+class ProgressDisplay:
+    """Feeds the terminal display at most ten times a second."""
+
+    def __init__(self, terminal):
+        self.terminal = terminal
+        self.next_update = 0.0
+
+    def update(self, progress):
+        now = time.monotonic()
+        if now < self.next_update:
+            return
+        self.next_update = now + 0.1
+        self.terminal.status(' '.join(progress.progress_lines()))
+
+    def finish(self):
+        self.terminal.finish()

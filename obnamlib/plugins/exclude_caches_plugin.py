@@ -9,4 +9,3 @@ class ExcludeCachesPlugin(plugin.ObnamPlugin):
         self.app.settings.boolean(
             ['exclude-caches'], 'exclude directories (and their subdirs) '
             'that contain a CACHEDIR.TAG file', group='Backing up')
-        self.app.accept_unimplemented('exclude-caches')

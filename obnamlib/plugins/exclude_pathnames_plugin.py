@@ -17,4 +17,3 @@ class ExcludePathnamesPlugin(plugin.ObnamPlugin):
         s.string_list(['include'], 'regular expression for pathnames to '
                       'include even when they match an exclude pattern',
                       metavar='REGEXP', group=GROUP)
-        self.app.accept_unimplemented('exclude', 'exclude-from', 'include')

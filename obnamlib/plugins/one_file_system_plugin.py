@@ -9,4 +9,3 @@ class OneFileSystemPlugin(plugin.ObnamPlugin):
         self.app.settings.boolean(
             ['one-file-system'], 'exclude directories (and their subdirs) '
             'that are in a different filesystem', group='Backing up')
-        self.app.accept_unimplemented('one-file-system')

@@ -1,6 +1,24 @@
-"""verify: compare backed-up data with live data (§5.9, §9)."""
+"""verify: compare backed-up data with live data (§5.9, §9).
 
+The comparison is obnamlib.verifier's; this module picks the generation
+and the paths, and reports failures where Obnam 1.x did: on stdout, or on
+stderr with --quiet; success is one line on stdout.
+"""
+
+import os
+import time
+
+import cliapp
+
+import obnamlib.errors
+import obnamlib.verifier
+import obnamlib.vfs
 from obnamlib import plugin
+
+
+class WrongNumberOfGenerationsForVerify(obnamlib.errors.ObnamError):
+    code = 'R3B42AX'
+    msg = 'verify must be given exactly one generation'
 
 
 class VerifyPlugin(plugin.ObnamPlugin):
@@ -9,10 +27,70 @@ class VerifyPlugin(plugin.ObnamPlugin):
         self.app.settings.integer(['verify-randomly'], 'verify N files '
                                   'chosen at random (0 = all)',
                                   metavar='N')
-        self.app.accept_unimplemented('verify-randomly')
         self.app.add_subcommand('verify', self.verify,
                                 arg_synopsis='[DIRECTORY]...')
 
     def verify(self, args):
         """Verify that live data and backed up data match"""
-        self.not_implemented('verify')
+        settings = self.app.settings
+        if len(settings['generation']) != 1:
+            raise WrongNumberOfGenerationsForVerify()
+        roots = list(args) or list(settings['root'])
+        if not roots:
+            raise cliapp.AppException(
+                'Setting root has no value, but one is required')
+        paths = [os.fsencode(os.path.abspath(p)) for p in roots]
+        fs = obnamlib.vfs.open_vfs('/', settings)
+        display = VerifyDisplay(self.app.ui.progress())
+        try:
+            with self.app.open_repository(lock='none') as repo:
+                client = settings['client-name']
+                gen = repo.interpret_generation_spec(
+                    client, settings['generation'][0])
+                checker = obnamlib.verifier.Verifier(
+                    repo, fs, gen, self._report, on_file=display.update)
+                count = settings['verify-randomly']
+                if count:
+                    self.app.ui.notify(
+                        'finding all files to choose randomly')
+                    failures = checker.verify_randomly(paths, count)
+                else:
+                    failures = checker.verify_paths(paths)
+        finally:
+            display.finish()
+            fs.close()
+        if failures:
+            self.app.exit_code = 1
+        else:
+            self.app.ui.stdout.write('Verify did not find problems.\n')
+
+    def _report(self, failure):
+        text = 'verify failure: %s' % failure.first_line()
+        if self.app.settings['quiet']:
+            self.app.ui.error(text)
+        else:
+            self.app.ui.notify(text)
+
+
+class VerifyDisplay:
+    """`ELAPSED verifying file N: PATH`, at most ten times a second."""
+
+    def __init__(self, terminal):
+        self.terminal = terminal
+        self.started = time.monotonic()
+        self.count = 0
+        self.next_update = 0.0
+
+    def update(self, path, size):
+        self.count += 1
+        now = time.monotonic()
+        if now < self.next_update:
+            return
+        self.next_update = now + 0.1
+        elapsed = int(now - self.started)
+        self.terminal.status('%02dh%02dm%02ds verifying file %d: %s' % (
+            elapsed // 3600, elapsed // 60 % 60, elapsed % 60, self.count,
+            path.decode('utf-8', 'backslashreplace')))
+
+    def finish(self):
+        self.terminal.finish()
