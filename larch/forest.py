@@ -104,8 +104,12 @@ class Forest:
             keys, children = [], []
         root = IndexNode(self.new_id(), keys, children)
         counts = self.node_store.refcounts
-        for child_id in children:
-            counts.incr(child_id)
+        try:
+            for child_id in children:
+                counts.incr(child_id)
+        except errors.Error as e:
+            self.broken = e
+            raise
         counts.set(root.id, 1)
         self.node_store.put(root)
         tree = Tree(self, root.id)

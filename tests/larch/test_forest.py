@@ -210,3 +210,27 @@ def test_uncommitted_changes_are_rolled_back_on_next_write_open():
     writer = open_f(vfs)
     assert writer.trees[0].count_range(LOW, HIGH) == 100
     assert not any(p.startswith(('f/new/', 'f/delete/')) for p in vfs.files)
+
+
+def test_too_many_clones_is_a_clear_error():
+    vfs = larch.MemoryFS()
+    forest, tree = filled(vfs, 50)
+    child = forest.node_store.get(tree.root_id).children[0]
+    forest.node_store.refcounts.set(child, 65535)
+    with pytest.raises(errors.RefcountOverflow) as e:
+        forest.new_tree(tree)
+    assert str(e.value) == ('forest f: node %d would be shared more than '
+                            '65535 times' % child)
+    with pytest.raises(errors.ForestBroken):
+        forest.commit()
+
+
+def test_refcount_can_reach_65535():
+    vfs = larch.MemoryFS()
+    forest, tree = filled(vfs, 50)
+    child = forest.node_store.get(tree.root_id).children[0]
+    forest.node_store.refcounts.set(child, 65534)
+    forest.new_tree(tree)
+    forest.commit()
+    again = open_f(vfs)
+    assert again.node_store.refcounts.get(child) == 65535
