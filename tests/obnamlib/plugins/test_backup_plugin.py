@@ -1,0 +1,234 @@
+"""`obnam backup` as people run it: roots, errors, summary, log, exclusion."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.obnamlib.backup_helpers import (
+    generation_manifest, live_manifest, open_repository)
+
+OBNAM = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))))), 'bin', 'obnam')
+
+SUMMARY = [
+    r'Backed up \d+ files \(of \d+ found\), containing \d+\.0 (B|KiB|MiB)\.',
+    r'Uploaded \d+\.0 (B|KiB|MiB) file data in (\d+s)? at \d+\.\d '
+    r'(B|KiB|MiB|GiB)/s average speed\.',
+    r'Total download amount \d+\.0 (B|KiB|MiB)\.',
+    r'Total upload amount \d+\.0 (B|KiB|MiB)\. Overhead was \d+\.0 '
+    r'(B|KiB|MiB) \(\d+\.\d %\)\.',
+]
+
+
+def obnam(tmp_path, *args, config=None, cwd=None):
+    argv = [sys.executable, OBNAM, '--no-default-configs',
+            '--client-name=testclient', '--lock-timeout=0',
+            '--log', str(tmp_path / 'obnam.log'), '--log-level=debug']
+    if config is not None:
+        path = tmp_path / 'obnam.conf'
+        path.write_text(config)
+        argv += ['--config', str(path)]
+    argv += [str(a) for a in args]
+    return subprocess.run(argv, capture_output=True, cwd=cwd,
+                          env=dict(os.environ, LC_ALL='C.UTF-8'))
+
+
+def repo_arg(tmp_path):
+    return '--repository=%s' % (tmp_path / 'repo')
+
+
+def latest(tmp_path):
+    repo, _ = open_repository(tmp_path / 'repo')
+    return repo, repo.get_generation_ids('testclient')[-1]
+
+
+@pytest.fixture
+def live(tmp_path):
+    top = tmp_path / 'live'
+    top.mkdir()
+    (top / 'a').write_bytes(b'alpha')
+    (top / 'dir').mkdir()
+    (top / 'dir' / 'b').write_bytes(b'beta' * 1000)
+    return top
+
+
+def test_backup_prints_summary_and_restores_exactly(tmp_path, live):
+    result = obnam(tmp_path, repo_arg(tmp_path), 'backup', live)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.decode().splitlines()
+    assert len(lines) == 4
+    for pattern, line in zip(SUMMARY, lines):
+        assert re.fullmatch(pattern, line), line
+    assert lines[0] == 'Backed up 4 files (of 4 found), containing 3.0 KiB.'
+    repo, gen = latest(tmp_path)
+    assert generation_manifest(repo, gen, live) == live_manifest(live)
+
+
+def test_no_change_backup_logs_zero_files_backed_up(tmp_path, live):
+    assert obnam(tmp_path, repo_arg(tmp_path), 'backup', live).returncode == 0
+    result = obnam(tmp_path, repo_arg(tmp_path), 'backup', live)
+    assert result.returncode == 0
+    log = (tmp_path / 'obnam.log').read_text()
+    assert re.search(r'INFO \* files backed up: 0$', log, re.M)
+    assert re.search(r'INFO \* files found: 4$', log, re.M)
+    assert result.stdout.decode().startswith(
+        'Backed up 0 files (of 4 found)')
+
+
+def test_quiet_suppresses_summary_and_output_redirects_it(tmp_path, live):
+    result = obnam(tmp_path, repo_arg(tmp_path), '--quiet', 'backup', live)
+    assert (result.returncode, result.stdout, result.stderr) == (0, b'', b'')
+    out = tmp_path / 'out'
+    result = obnam(tmp_path, repo_arg(tmp_path), '--output', out,
+                   'backup', live)
+    assert result.stdout == b''
+    assert out.read_text().startswith('Backed up 0 files (of 4 found)')
+
+
+def test_roots_from_config_and_arguments_relative_and_slashed(tmp_path,
+                                                               live):
+    (tmp_path / 'other').mkdir()
+    (tmp_path / 'other' / 'c').write_bytes(b'c')
+    config = '[config]\nroot = %s\n' % (tmp_path / 'other')
+    result = obnam(tmp_path, repo_arg(tmp_path), 'backup', 'live/',
+                   config=config, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    repo, gen = latest(tmp_path)
+    assert repo.get_file_children(gen, os.fsencode(tmp_path)) == [
+        b'live', b'other']
+
+
+def test_no_roots_is_R338F2X(tmp_path):
+    result = obnam(tmp_path, repo_arg(tmp_path), 'backup')
+    assert result.returncode == 1
+    assert result.stderr == b'ERROR: R338F2X: No backup roots specified\n'
+
+
+def test_missing_repository_setting_is_R01F56X(tmp_path, live):
+    result = obnam(tmp_path, 'backup', live)
+    assert result.returncode == 1
+    assert result.stderr.decode().startswith('ERROR: R01F56X: No --repository')
+
+
+def test_nonexistent_root_is_R79ED6X(tmp_path):
+    result = obnam(tmp_path, repo_arg(tmp_path), 'backup', tmp_path / 'nope')
+    assert result.returncode == 1
+    assert result.stderr.decode() == (
+        'ERROR: R79ED6X: Backup root does not exist or is not a directory: '
+        '%s\n' % (tmp_path / 'nope'))
+
+
+def test_file_errors_go_to_stderr_and_exit_1_but_commit(tmp_path, live):
+    result = obnam(tmp_path, repo_arg(tmp_path), '--quiet',
+                   '--testing-fail-matching=/a$', 'backup', live)
+    assert result.returncode == 1
+    assert result.stderr.decode() == (
+        "ERROR: Can't back up %s/a: RCE08AX: I/O error: %s/a: 2: "
+        "No such file or directory\n"
+        "ERROR: R4C3BCX: There were errors during the backup\n"
+        % (live, live))
+    repo, gen = latest(tmp_path)
+    assert repo.get_file_children(gen, os.fsencode(live)) == [b'dir']
+
+
+def test_exclude_include_and_exclude_from(tmp_path, live):
+    (live / 'x.mp3').write_bytes(b'm')
+    (live / 'keep.mp3').write_bytes(b'k')
+    (live / 'junk').write_bytes(b'j')
+    patterns = tmp_path / 'patterns'
+    patterns.write_text('# comment\n\n  /junk$  \n')
+    result = obnam(tmp_path, repo_arg(tmp_path), r'--exclude=\.mp3$',
+                   '--include=keep', '--exclude-from', patterns,
+                   'backup', live)
+    assert result.returncode == 0, result.stderr
+    repo, gen = latest(tmp_path)
+    assert repo.get_file_children(gen, os.fsencode(live)) == [
+        b'a', b'dir', b'keep.mp3']
+    log = (tmp_path / 'obnam.log').read_text()
+    assert 'Exclude (\\.mp3$): %s/x.mp3' % live in log
+
+
+def test_missing_exclude_from_file_aborts(tmp_path, live):
+    result = obnam(tmp_path, repo_arg(tmp_path), '--exclude-from',
+                   tmp_path / 'missing', 'backup', live)
+    assert result.returncode == 1
+    assert result.stderr.decode() == (
+        'ERROR: RCE08AX: I/O error: %s: 2: No such file or directory\n'
+        % (tmp_path / 'missing'))
+
+
+def test_log_file_is_excluded_automatically(tmp_path):
+    top = tmp_path
+    (top / 'f').write_bytes(b'f')
+    result = obnam(tmp_path, '--repository=/%s' % (tmp_path / 'repo'),
+                   '--exclude=/repo$', 'backup', top)
+    assert result.returncode == 0, result.stderr
+    repo, gen = latest(tmp_path)
+    assert repo.get_file_children(gen, os.fsencode(top)) == [b'f']
+
+
+def test_exclude_caches_setting(tmp_path, live):
+    (live / 'dir' / 'CACHEDIR.TAG').write_bytes(
+        b'Signature: 8a477f597d28d172789f06886806bc55')
+    result = obnam(tmp_path, repo_arg(tmp_path), '--exclude-caches',
+                   'backup', live)
+    assert result.returncode == 0, result.stderr
+    repo, gen = latest(tmp_path)
+    assert repo.get_file_children(gen, os.fsencode(live)) == [b'a']
+
+
+def tree_snapshot(directory):
+    result = {}
+    for dirpath, dirnames, names in os.walk(directory):
+        for name in [''] + dirnames + names:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            content = b''
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, 'rb') as f:
+                    content = f.read()
+            result[path] = (st.st_mode, st.st_mtime_ns, st.st_size, content)
+    return result
+
+
+def test_pretend_leaves_repository_byte_identical(tmp_path, live):
+    assert obnam(tmp_path, repo_arg(tmp_path), 'backup', live).returncode == 0
+    before = tree_snapshot(tmp_path / 'repo')
+    (live / 'new').write_bytes(b'new file')
+    result = obnam(tmp_path, repo_arg(tmp_path), '--pretend', 'backup', live)
+    assert result.returncode == 0, result.stderr
+    assert tree_snapshot(tmp_path / 'repo') == before
+    assert result.stdout.decode().startswith('Backed up 2 files (of 5 found)')
+
+
+def test_pretend_without_repository_fails_with_hint(tmp_path, live):
+    result = obnam(tmp_path, repo_arg(tmp_path), '--pretend', 'backup', live)
+    assert result.returncode == 1
+    assert b"--pretend without an existing backup repository" in \
+        result.stderr
+    assert not (tmp_path / 'repo').exists()
+
+
+def test_locked_client_fails_with_R681AEX_and_force_lock_frees_it(
+        tmp_path, live):
+    assert obnam(tmp_path, repo_arg(tmp_path), 'backup', live).returncode == 0
+    repo, _ = open_repository(tmp_path / 'repo')
+    repo.lock_client('testclient')      # another process holds it
+    result = obnam(tmp_path, repo_arg(tmp_path), 'backup', live)
+    assert result.returncode == 1
+    assert re.match(rb'ERROR: R681AEX: Couldn\'t create lock .*/lock: '
+                    rb'timeout\n', result.stderr), result.stderr
+    repo.force_locks()
+    assert obnam(tmp_path, repo_arg(tmp_path), 'backup', live).returncode == 0
+
+
+def test_checkpoints_removed_after_successful_command(tmp_path, live):
+    (live / 'big').write_bytes(os.urandom(50000))
+    result = obnam(tmp_path, repo_arg(tmp_path), '--checkpoint=1k',
+                   '--chunk-size=4k', 'backup', live)
+    assert result.returncode == 0, result.stderr
+    repo, _ = open_repository(tmp_path / 'repo')
+    assert len(repo.get_generation_ids('testclient')) == 1
