@@ -1,0 +1,191 @@
+"""Metadata of live filesystem objects: reading it, and applying it on restore.
+
+Reading records what format-6.md §7.5 stores (Obnam 1.x's observed values:
+every integer field, `target` present and empty for non-symlinks, user and
+group names when they resolve, an xattr blob over every namespace the OS
+lists).  Applying follows cli.md §8: ownership, mode, xattrs, then times, so
+that nothing done later moves the times again.
+"""
+
+import errno
+import grp
+import os
+import pwd
+import stat
+import struct
+
+import obnamlib.errors
+import obnamlib.metadata
+
+
+class SetMetadataError(obnamlib.errors.ObnamError):
+    code = 'R0FC21X'
+    msg = "{filename}: Couldn't set metadata {metadata}: {errno}: {strerror}"
+
+
+_BILLION = 1000000000
+_SETID_BITS = stat.S_ISUID | stat.S_ISGID
+
+
+def encode_xattrs(pairs):
+    """The §7.5 blob for [(name, value)], or None when there are none."""
+    if not pairs:
+        return None
+    name_block = b''.join(name + b'\0' for name, _ in pairs)
+    lengths = b''.join(struct.pack('!Q', len(value)) for _, value in pairs)
+    return (struct.pack('!Q', len(name_block)) + name_block + lengths +
+            b''.join(value for _, value in pairs))
+
+
+def decode_xattrs(blob):
+    """[(name, value)] from a §7.5 blob (None or empty -> [])."""
+    if not blob:
+        return []
+    (block_len,) = struct.unpack_from('!Q', blob, 0)
+    names = blob[8:8 + block_len].split(b'\0')[:-1]
+    pos = 8 + block_len
+    lengths = struct.unpack_from('!%dQ' % len(names), blob, pos)
+    pos += 8 * len(names)
+    pairs = []
+    for name, length in zip(names, lengths):
+        pairs.append((name, blob[pos:pos + length]))
+        pos += length
+    return pairs
+
+
+class MetadataReader:
+    """Reads Metadata from a VFS; user and group names are looked up once."""
+
+    def __init__(self, fs):
+        self.fs = fs
+        self._users = {}
+        self._groups = {}
+
+    def read(self, path, st=None):
+        """Metadata of path (bytes); st: its lstat if already known.
+        The md5 field is left to whoever reads the content."""
+        if st is None:
+            st = self.fs.lstat(path)
+        md = metadata_from_stat(st)
+        md.username = self._name(self._users, _user_name, st.st_uid)
+        md.groupname = self._name(self._groups, _group_name, st.st_gid)
+        if stat.S_ISLNK(st.st_mode):
+            md.target = self.fs.readlink(path)
+        md.xattr = encode_xattrs(self.read_xattrs(path))
+        return md
+
+    def read_xattrs(self, path):
+        """[(name, value)] sorted by name; an attribute that vanished
+        between listing and reading is left out."""
+        pairs = []
+        for name in sorted(self.fs.llistxattr(path)):
+            try:
+                pairs.append((name, self.fs.lgetxattr(path, name)))
+            except obnamlib.errors.ObnamError as e:
+                if getattr(e, 'errno', None) != errno.ENODATA:
+                    raise
+        return pairs
+
+    @staticmethod
+    def _name(cache, lookup, number):
+        if number not in cache:
+            try:
+                cache[number] = os.fsencode(lookup(number))
+            except KeyError:
+                cache[number] = None
+        return cache[number]
+
+
+def _user_name(uid):
+    return pwd.getpwuid(uid).pw_name
+
+
+def _group_name(gid):
+    return grp.getgrgid(gid).gr_name
+
+
+def metadata_from_stat(st):
+    """The lstat part of Metadata (target present and empty)."""
+    return obnamlib.metadata.Metadata(
+        st_mode=st.st_mode,
+        st_mtime_sec=st.st_mtime_ns // _BILLION,
+        st_mtime_nsec=st.st_mtime_ns % _BILLION,
+        st_atime_sec=st.st_atime_ns // _BILLION,
+        st_atime_nsec=st.st_atime_ns % _BILLION,
+        st_nlink=st.st_nlink, st_size=st.st_size,
+        st_uid=st.st_uid, st_gid=st.st_gid,
+        st_dev=st.st_dev, st_ino=st.st_ino, st_blocks=st.st_blocks,
+        target=b'')
+
+
+class MetadataApplier:
+    """Sets recorded metadata on restored objects (cli.md §8).
+
+    euid: the effective uid deciding root-only steps (default: the
+    process's).  log: optional callable(str) for skipped xattrs.
+    """
+
+    def __init__(self, fs, always_restore_setuid=False, euid=None, log=None):
+        self.fs = fs
+        self.always_restore_setuid = always_restore_setuid
+        self.euid = os.geteuid() if euid is None else euid
+        self.log = log or (lambda text: None)
+
+    def apply(self, path, md):
+        """Apply md to path (bytes); returns a list of SetMetadataError
+        (empty on success): a failed step does not stop later ones."""
+        errors = []
+        self._set_owner(path, md, errors)
+        if md.st_mode is not None and not stat.S_ISLNK(md.st_mode):
+            self._step(errors, path, 'chmod', self.fs.chmod, path,
+                       self.mode_to_set(md))
+        self._set_xattrs(path, md, errors)
+        self._set_times(path, md, errors)
+        return errors
+
+    def mode_to_set(self, md):
+        """Permission bits, setuid/setgid dropped unless we may keep them."""
+        mode = stat.S_IMODE(md.st_mode)
+        keep = (self.euid == 0 or self.always_restore_setuid or
+                (md.st_uid is not None and md.st_uid == self.euid))
+        return mode if keep else mode & ~_SETID_BITS
+
+    def _set_owner(self, path, md, errors):
+        uid = -1 if md.st_uid is None else md.st_uid
+        gid = -1 if md.st_gid is None else md.st_gid
+        if self.euid == 0:
+            self._step(errors, path, 'chown', self.fs.lchown, path, uid, gid)
+        elif gid != -1:
+            try:
+                self.fs.lchown(path, -1, gid)
+            except obnamlib.errors.ObnamError:
+                pass
+
+    def _set_xattrs(self, path, md, errors):
+        for name, value in decode_xattrs(md.xattr):
+            if self.euid != 0 and not name.startswith(b'user.'):
+                self.log('Not restoring xattr %s on %s (not root)' %
+                         (os.fsdecode(name), os.fsdecode(path)))
+                continue
+            self._step(errors, path, 'xattr %s' % os.fsdecode(name),
+                       self.fs.lsetxattr, path, name, value)
+
+    def _set_times(self, path, md, errors):
+        if md.st_mtime_sec is None:
+            return
+        mtime = md.st_mtime_sec * _BILLION + (md.st_mtime_nsec or 0)
+        if md.st_atime_sec is None:
+            atime = mtime
+        else:
+            atime = md.st_atime_sec * _BILLION + (md.st_atime_nsec or 0)
+        self._step(errors, path, 'utimes', self.fs.lutimes, path, atime, mtime)
+
+    @staticmethod
+    def _step(errors, path, what, func, *args):
+        try:
+            func(*args)
+        except obnamlib.errors.ObnamError as e:
+            errors.append(SetMetadataError(
+                filename=path, metadata=what,
+                errno=getattr(e, 'errno', None),
+                strerror=getattr(e, 'strerror', str(e))))

@@ -1,0 +1,314 @@
+"""Restoring a generation from a repository into a target directory.
+
+cli.md §8: every path lands below the target with its full absolute path;
+directories are finished (metadata set) after their contents; regular files
+are written chunk by chunk with all-zero chunks left as holes and their MD5
+checked; hard links are re-linked by recorded (st_dev, st_ino).  A failure
+of one object is reported and the restore goes on; the run fails at the end.
+
+The walk holds one directory listing per level of the current path, so a
+restore of a million files streams.  Output goes through a reporter object.
+"""
+
+import hashlib
+import os
+import stat
+import time
+
+import obnamlib.errors
+import obnamlib.live_metadata
+
+
+class RestoreTargetNotEmpty(obnamlib.errors.ObnamError):
+    code = 'R3E1C1X'
+    msg = 'The restore --to directory ({to}) is not empty.'
+
+
+class RestoreErrors(obnamlib.errors.ObnamError):
+    code = 'RD6259X'
+    msg = ('There were errors when restoring\n\n'
+           'See previous error messages for details.')
+
+
+class RestoreReporter:
+    """Where the restorer's messages go; the command layer subclasses it."""
+
+    def error(self, text):
+        """A per-object failure (stderr, even when quiet)."""
+
+    def notify(self, text):
+        """An informational line (suppressed by --quiet)."""
+
+    def log(self, text):
+        """Detail for the log file only."""
+
+    def restored(self, path, metadata):
+        """One object is done (progress display)."""
+
+    def downloaded(self, size):
+        """size bytes of file content were fetched."""
+
+
+class RestoreStats:
+    """Counters for the summary and the log statistics."""
+
+    def __init__(self):
+        self.files = 0
+        self.bytes = 0
+        self.started = time.time()
+        self.ended = None
+
+    @property
+    def duration(self):
+        return (self.ended or time.time()) - self.started
+
+
+_DEVICE_OR_SPECIAL = (stat.S_IFIFO, stat.S_IFSOCK, stat.S_IFCHR, stat.S_IFBLK)
+
+
+class Restorer:
+    """Restores paths of one generation into `target` (bytes) on `fs`."""
+
+    def __init__(self, repo, gen_id, fs, target, reporter=None,
+                 always_restore_setuid=False, pretend=False, euid=None,
+                 client_name=None, target_display=None):
+        self.repo = repo
+        self.gen = gen_id
+        self.fs = fs
+        self.target = target.rstrip(b'/') or b'/'
+        self.target_display = target_display or os.fsdecode(target)
+        self.reporter = reporter or RestoreReporter()
+        self.pretend = pretend
+        self.client_name = client_name
+        self.applier = obnamlib.live_metadata.MetadataApplier(
+            fs, always_restore_setuid=always_restore_setuid, euid=euid,
+            log=self.reporter.log)
+        self.stats = RestoreStats()
+        self.failed = False
+        self.hard_links = {}
+
+    # --- the whole run -------------------------------------------------------
+
+    def restore(self, paths=None):
+        """Restore paths (absolute bytes; default everything); raises
+        RestoreErrors at the end if any object failed."""
+        paths = [_normalise(p) for p in (paths or [b'/'])]
+        for path in paths:
+            self._check_in_generation(path)
+        if not self.pretend:
+            self._prepare_target()
+        for path in paths:
+            self._restore_path(path)
+        self.stats.ended = time.time()
+        if self.failed:
+            raise RestoreErrors()
+        return self.stats
+
+    def _check_in_generation(self, path):
+        if not self.repo.file_exists(self.gen, path):
+            raise obnamlib.errors.RepositoryFileDoesNotExistInGeneration(
+                client_name=self.client_name or getattr(
+                    self.gen, 'client_name', ''),
+                genspec=self.repo.make_generation_spec(self.gen),
+                filename=path)
+
+    def _prepare_target(self):
+        """The target must be absent or empty; created with one mkdir."""
+        if self.fs.exists(self.target):
+            if self.fs.scandir(self.target):
+                raise RestoreTargetNotEmpty(to=self.target_display)
+        else:
+            self.fs.mkdir(self.target)
+        self.fs.chmod(self.target, 0o700)
+
+    def _restore_path(self, path):
+        if path != b'/' and not self.pretend:
+            parent = os.path.dirname(self.dest(path))
+            if not self.fs.exists(parent):
+                self.fs.makedirs(parent)
+        md = self._metadata(path)
+        if md is None:
+            return
+        if _is_directory(md):
+            self._restore_tree(path, md)
+        else:
+            self._restore_leaf(path, md)
+
+    def dest(self, path):
+        """Where path of the generation goes below the target."""
+        return self.target if path == b'/' else self.target + path
+
+    # --- the walk ------------------------------------------------------------
+
+    def _restore_tree(self, top, top_md):
+        """Post-order walk keeping one listing iterator per level."""
+        if not self._make_directory(top):
+            return
+        stack = [(top, top_md, self._children(top))]
+        while stack:
+            path, md, names = stack[-1]
+            name = next(names, None)
+            if name is None:
+                stack.pop()
+                self._finish(path, md)
+                continue
+            child = path.rstrip(b'/') + b'/' + name
+            child_md = self._metadata(child)
+            if child_md is None:
+                continue
+            if _is_directory(child_md):
+                if self._make_directory(child):
+                    stack.append((child, child_md, self._children(child)))
+            else:
+                self._restore_leaf(child, child_md)
+
+    def _children(self, path):
+        try:
+            return iter(self.repo.get_file_children(self.gen, path))
+        except obnamlib.errors.ObnamError as e:
+            self._failed(path, e)
+            return iter(())
+
+    def _metadata(self, path):
+        try:
+            return self.repo.get_metadata(self.gen, path)
+        except obnamlib.errors.ObnamError as e:
+            self._failed(path, e)
+            return None
+
+    def _make_directory(self, path):
+        if path == b'/' or self.pretend:
+            return True
+        try:
+            self.fs.mkdir(self.dest(path), 0o700)
+            return True
+        except obnamlib.errors.ObnamError as e:
+            self._failed(path, e)
+            return False
+
+    def _finish(self, path, md):
+        """Directory done: its metadata (the target's only for '/')."""
+        self._set_metadata(path, md)
+        self._count(path, md)
+
+    def _restore_leaf(self, path, md):
+        try:
+            if not self.pretend:
+                self._create_leaf(path, md)
+        except (obnamlib.errors.ObnamError, OSError) as e:
+            self._failed(path, e)
+            return
+        self._count(path, md)
+
+    def _create_leaf(self, path, md):
+        kind = stat.S_IFMT(md.st_mode)
+        dest = self.dest(path)
+        if kind == stat.S_IFREG:
+            if self._link_to_earlier(path, md):
+                return
+            self._write_file(path, md, dest)
+        elif kind == stat.S_IFLNK:
+            self.fs.symlink(md.target or b'', dest)
+        elif kind in _DEVICE_OR_SPECIAL:
+            self.fs.mknod(dest, md.st_mode, 0)
+        else:
+            self.reporter.notify('Unknown file type: %s (%o)' %
+                                 (os.fsdecode(path), md.st_mode))
+            return
+        self._set_metadata(path, md)
+
+    def _count(self, path, md):
+        self.stats.files += 1
+        self.reporter.restored(path, md)
+
+    def _failed(self, path, error):
+        self.failed = True
+        self.reporter.error('Failed to restore %s: %s' %
+                            (os.fsdecode(path), _first_line(error)))
+
+    def _set_metadata(self, path, md):
+        if self.pretend or md.st_mode is None:
+            return
+        for error in self.applier.apply(self.dest(path), md):
+            self.failed = True
+            self.reporter.error(_first_line(error))
+
+    # --- regular files -------------------------------------------------------
+
+    def _link_to_earlier(self, path, md):
+        """Hard link to the first restored name of the same inode."""
+        if not md.st_nlink or md.st_nlink < 2 or md.st_ino is None:
+            return False
+        key = (md.st_dev, md.st_ino)
+        first = self.hard_links.get(key)
+        if first is None:
+            self.hard_links[key] = self.dest(path)
+            return False
+        self.fs.link(first, self.dest(path))
+        return True
+
+    def _write_file(self, path, md, dest):
+        f = self.fs.open_write(dest)
+        try:
+            digest, size = self._write_content(path, f)
+            _end_at(f, size)
+        finally:
+            f.close()
+        if md.md5 is not None and digest.digest() != md.md5:
+            self.failed = True
+            self.reporter.notify(
+                'File checksum restore error: %s (%s vs %s)' %
+                (os.fsdecode(path), digest.hexdigest(), md.md5.hex()))
+
+    def _write_content(self, path, f):
+        """Write every chunk, seeking over all-zero ones; (md5, size)."""
+        digest = hashlib.md5()
+        size = 0
+        file_pos = 0
+        for data in self._content(path):
+            digest.update(data)
+            self.stats.bytes += len(data)
+            self.reporter.downloaded(len(data))
+            if data.count(0) != len(data):
+                if file_pos != size:
+                    f.seek(size)
+                f.write(data)
+                file_pos = size + len(data)
+            size += len(data)
+        return digest, size
+
+    def _content(self, path):
+        data = self.repo.get_file_data(self.gen, path)
+        if data is not None:
+            yield data
+            return
+        for chunk_id in self.repo.get_file_chunk_ids(self.gen, path):
+            yield self.repo.get_chunk_content(chunk_id)
+
+
+def _end_at(f, size):
+    """Give the file its full size even when it ends in a hole."""
+    truncate = getattr(f, 'truncate', None)
+    if truncate is not None:
+        truncate(size)
+    elif size > 0:
+        f.seek(size - 1)
+        f.write(b'\0')
+
+
+def _is_directory(md):
+    """Directories, and names a checkpoint stored without metadata."""
+    return md.st_mode is None or stat.S_ISDIR(md.st_mode)
+
+
+def _normalise(path):
+    if isinstance(path, str):
+        path = os.fsencode(path)
+    stripped = path.rstrip(b'/')
+    return stripped or b'/'
+
+
+def _first_line(error):
+    if isinstance(error, obnamlib.errors.ObnamError):
+        return error.first_line()
+    return str(error).splitlines()[0] if str(error) else repr(error)
