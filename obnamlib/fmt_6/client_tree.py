@@ -16,6 +16,7 @@ from obnamlib.metadata import Metadata
 
 ROOT = b'/'
 ID_CACHE_LIMIT = 100000
+MAX_START = 2 ** 64 - 2 ** 40     # room to count up from a random start
 _U64 = struct.Struct('!Q')
 
 
@@ -36,6 +37,7 @@ class GenerationTree:
         self.next_chunk_index = {}  # file id -> next FILE_CHUNKS subkey
         self.fresh = set()        # ids created here that have no chunks yet
         self.last_miss = None     # (path, ids taken in its slot)
+        self.next_file_id = None
 
     # --- resolving paths -------------------------------------------------
 
@@ -183,10 +185,7 @@ class GenerationTree:
             taken = {key[-8:] for key, _ in
                      self.tree.lookup_range(*keys.name_slot_range(path))}
         self.last_miss = None
-        while True:
-            file_id = _U64.pack(self.rng.getrandbits(64))
-            if file_id not in taken:
-                break
+        file_id = self._new_file_id(taken)
         self.tree.insert(
             keys.file_key(keys.default_file_id(path), keys.FILE_NAME, file_id),
             path)
@@ -198,6 +197,25 @@ class GenerationTree:
         self._remember(path, file_id)
         self.fresh.add(file_id)
         return file_id
+
+    def _new_file_id(self, taken):
+        """A file id unused in this tree.
+
+        Obnam drew each id at random; readers only need uniqueness.  We
+        draw a random start once and count up from it, so the files of one
+        run get neighbouring keys: their metadata, chunk lists and listings
+        fill a few leaves instead of touching every leaf of the tree, and a
+        later walk in the same order reads the tree sequentially."""
+        while True:
+            if self.next_file_id is None or self.next_file_id > MAX_START:
+                self.next_file_id = self.rng.randint(1, MAX_START)
+            file_id = _U64.pack(self.next_file_id)
+            self.next_file_id += 1
+            if file_id in taken:
+                continue
+            if self.tree.range_is_empty(*keys.whole_file_range(file_id)):
+                return file_id
+            self.next_file_id = None     # ran into an older run's ids
 
     def set_chunk_ids(self, path, chunk_ids):
         """Replace the file's chunk list and its chunk references."""

@@ -3,13 +3,15 @@
 import larch
 
 DEFAULT_NODE_SIZE = 262144
+CACHE_NODES = 128
 
 
 def open_forest(fs, dirname, key_size, node_size, allow_writes):
     """A forest in `dirname` of the repository storage `fs`."""
     return larch.open_forest(dirname=dirname, key_size=key_size,
                              node_size=node_size or DEFAULT_NODE_SIZE,
-                             allow_writes=allow_writes, vfs=fs)
+                             allow_writes=allow_writes, vfs=fs,
+                             cache_size=CACHE_NODES)
 
 
 def keep_only_newest_tree(forest):
