@@ -10,6 +10,9 @@ from bisect import bisect_left, bisect_right
 
 from larch import errors
 from larch.nodes import LeafNode, IndexNode, HEADER_SIZE
+from larch.refcounts import GROUP_BITS
+
+GROUP_MASK = (1 << GROUP_BITS) - 1
 
 
 class Tree:
@@ -184,6 +187,7 @@ class Tree:
         store = self._store
         cache = store.cache
         counts = self._rc
+        groups = counts.groups
         node = cache.get(self._root_id)
         if node is None:
             return False
@@ -192,7 +196,11 @@ class Tree:
             if i < 0:
                 return False
             child_id = node.children[i]
-            if counts.get(child_id) != 1:
+            group = groups.get(child_id >> GROUP_BITS)
+            if group is None:
+                if counts.get(child_id) != 1:
+                    return False
+            elif group[child_id & GROUP_MASK] != 1:
                 return False
             node = cache.get(child_id)
             if node is None:
