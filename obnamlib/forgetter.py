@@ -16,6 +16,9 @@ from obnamlib import listing
 from obnamlib import repo_interface as ri
 
 
+AFTER_PRETEND_TIME = 'after --pretend-time'
+
+
 class Decision:
     """One generation of the client and what forget does with it."""
 
@@ -45,13 +48,18 @@ def end_time(repo, gen_id):
     return ended or 0
 
 
-def decide_by_policy(repo, client_name, policy):
-    """A Decision per generation of the client, oldest first."""
+def decide_by_policy(repo, client_name, policy, as_of=None):
+    """A Decision per generation of the client, oldest first.  With as_of
+    (Unix time, from --pretend-time) the policy is applied as on that
+    date: generations that ended later are kept and not counted."""
     gen_ids = repo.get_generation_ids(client_name)
     times = [(gen_id, end_time(repo, gen_id)) for gen_id in gen_ids]
-    reasons = forget_policy.explain(policy, times)
+    considered = [(gen_id, ended) for gen_id, ended in times
+                  if as_of is None or ended <= as_of]
+    reasons = forget_policy.explain(policy, considered)
     return [Decision(gen_id, repo.make_generation_spec(gen_id), ended,
-                     reasons[gen_id]) for gen_id, ended in times]
+                     reasons.get(gen_id, [AFTER_PRETEND_TIME]))
+            for gen_id, ended in times]
 
 
 def decide_by_specs(repo, client_name, specs):
@@ -72,25 +80,26 @@ def decide_by_specs(repo, client_name, specs):
 
 
 def remove_generations(repo, client_name, gen_ids, progress=None):
-    """Remove gen_ids in order, one commit per generation; free chunks
-    that no remaining generation of any client uses.  Takes and releases
-    every lock.  progress(done, total) is called after each removal."""
-    repo.lock_everything()
-    try:
-        for done, gen_id in enumerate(gen_ids, 1):
-            _remove_one(repo, client_name, gen_id)
-            if progress is not None:
-                progress(done, len(gen_ids))
-        repo.commit_everything()
-    except BaseException:
-        repo.unlock_everything()
-        raise
+    """Remove gen_ids in order, one commit per generation, freeing chunks
+    that no remaining generation of any client uses.  The caller holds
+    repo.lock_everything(); this ends with commit_everything (on an error
+    the caller's unlock discards only the removal under way).
+    progress(done, total) is called after each removal."""
+    for done, gen_id in enumerate(gen_ids, 1):
+        _remove_one(repo, client_name, gen_id, last=done == len(gen_ids))
+        if progress is not None:
+            progress(done, len(gen_ids))
+    repo.commit_everything()
 
 
-def _remove_one(repo, client_name, gen_id):
+def _remove_one(repo, client_name, gen_id, last):
+    """The client commit comes first: once a generation is gone, nothing
+    needs the chunks the index commit then deletes."""
     candidates = repo.get_generation_chunk_ids(gen_id)
     repo.remove_generation(gen_id)
     repo.remove_unused_chunks(client_name, candidates)
+    if last:
+        return      # commit_everything does it, in the same order
     repo.commit_client(client_name)
     repo.commit_chunk_indexes()
     repo.lock_client(client_name)

@@ -1,6 +1,59 @@
-"""forget: remove generations by id or by policy (§5.10, §11)."""
+"""forget: remove generations by id or by policy (§5.10, §11).
 
-from obnamlib import plugin
+Generation arguments take precedence over --keep; with neither, nothing
+happens and the repository is not even opened.  The policy is parsed (and
+refused if bad) before the repository is touched.  A policy that keeps
+nothing (`0d`) removes every generation, so it is obeyed only when given
+with --keep on this command line, never from a configuration file: we
+tell the two apart by finding the option on the command line and checking
+that its value is the one in force.
+
+--pretend prints the decision table (oldest first: id, end time, `keep`
+with the rules that keep it, or `forget`) and changes nothing; it takes
+no locks, so the repository stays byte-identical.  Otherwise everything is
+locked for the whole run and the table is printed with --verbose or when
+stdout is a terminal.  With --pretend-time the policy is applied as of
+that moment (later generations are kept and not counted).
+"""
+
+import sys
+
+from obnamlib import clock, forget_policy, forgetter, plugin
+
+# Long options cliapp adds itself; they count for prefix ambiguity.
+_FRAMEWORK_OPTIONS = (
+    'help', 'help-all', 'version', 'config', 'no-default-configs',
+    'list-config-files', 'dump-config', 'dump-setting-names',
+    'generate-manpage')
+
+
+def command_line_value(argv, name, option_names):
+    """The last value of long option `name` in argv (optparse rules:
+    `--name=V`, `--name V`, unambiguous prefixes; `--` ends options), or
+    None if it is not there."""
+    value = None
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == '--':
+            break
+        if word.startswith('--') and len(word) > 2:
+            given, has_value, text = word[2:].partition('=')
+            if _means(given, name, option_names):
+                if has_value:
+                    value = text
+                elif i + 1 < len(argv):
+                    value = argv[i + 1]
+                    i += 1
+        i += 1
+    return value
+
+
+def _means(given, name, option_names):
+    if given == name:
+        return True
+    matches = [o for o in option_names if o.startswith(given)]
+    return name.startswith(given) and matches == [name]
 
 
 class ForgetPlugin(plugin.ObnamPlugin):
@@ -8,10 +61,69 @@ class ForgetPlugin(plugin.ObnamPlugin):
     def enable(self):
         self.app.settings.string(['keep'], 'policy for what generations to '
                                  'keep when forgetting', metavar='POLICY')
-        self.app.accept_unimplemented('keep')
         self.app.add_subcommand('forget', self.forget,
                                 arg_synopsis='[GENERATION]...')
 
+    def argv(self):
+        return getattr(self.app, 'argv', None) or sys.argv[1:]
+
+    def option_names(self):
+        return set(self.app.settings.keys()) | set(_FRAMEWORK_OPTIONS)
+
+    def policy(self):
+        """The parsed --keep policy, or None when there is none."""
+        text = self.app.settings['keep']
+        given = command_line_value(self.argv(), 'keep', self.option_names())
+        from_command_line = given is not None and given == text
+        if not text and not from_command_line:
+            return None
+        policy = forget_policy.parse(text)
+        if policy.keeps_nothing() and not from_command_line:
+            raise forget_policy.ForgetPolicyKeepsNothingError(policy=text)
+        return policy
+
     def forget(self, args):
         """Forget (remove) specified backup generations"""
-        self.not_implemented('forget')
+        settings = self.app.settings
+        policy = None if args else self.policy()
+        if not args and policy is None:
+            return
+        as_of = clock.now(settings) if settings['pretend-time'] else None
+        client = settings['client-name']
+        pretend = settings['pretend']
+        with self.app.open_repository(
+                lock='none' if pretend else 'everything') as repo:
+            if args:
+                decisions, doomed = forgetter.decide_by_specs(
+                    repo, client, args)
+            else:
+                decisions = forgetter.decide_by_policy(
+                    repo, client, policy, as_of=as_of)
+                doomed = [d.gen_id for d in decisions if not d.keep]
+            if pretend:
+                self.show(decisions)
+                return
+            forgetter.remove_generations(repo, client, doomed,
+                                         progress=self.progress())
+        if settings['verbose'] or self.on_terminal():
+            self.show(decisions)
+
+    def show(self, decisions):
+        for decision in decisions:
+            self.app.ui.output.write(decision.line() + '\n')
+
+    def on_terminal(self):
+        if self.app.settings['quiet']:
+            return False
+        try:
+            return self.app.ui.output.isatty()
+        except (AttributeError, ValueError):
+            return False
+
+    def progress(self):
+        display = self.app.ui.progress()
+
+        def report(done, total):
+            display.status('forgetting generations: %d/%d done'
+                           % (done, total))
+        return report

@@ -66,6 +66,15 @@ def hourly(repo, count, start=1433116800, client=h.CLIENT):
     return gens
 
 
+def remove(repo, *args, **kwargs):
+    repo.lock_everything()
+    try:
+        forgetter.remove_generations(repo, *args, **kwargs)
+    except BaseException:
+        repo.unlock_everything()
+        raise
+
+
 def test_policy_decisions_and_table(repo, utc_tz):
     gens = hourly(repo, 5)
     decisions = forgetter.decide_by_policy(
@@ -89,7 +98,7 @@ def test_remove_by_policy_frees_chunks_only_removed_generations_used(repo):
         repo, h.CLIENT, forget_policy.parse('1h'))
     doomed = [d.gen_id for d in decisions if not d.keep]
     done = []
-    forgetter.remove_generations(repo, h.CLIENT, doomed,
+    remove(repo, h.CLIENT, doomed,
                                  progress=lambda i, n: done.append((i, n)))
     assert done == [(1, 3), (2, 3), (3, 3)]
     assert repo.get_generation_ids(h.CLIENT) == [gens[-1]]
@@ -101,7 +110,7 @@ def test_remove_by_policy_frees_chunks_only_removed_generations_used(repo):
 
 def test_removal_is_durable_and_unlocks(repo, path):
     gens = hourly(repo, 3)
-    forgetter.remove_generations(repo, h.CLIENT, [gens[1]])
+    remove(repo, h.CLIENT, [gens[1]])
     other = h.open_repo(path)
     assert other.get_generation_ids(h.CLIENT) == [gens[0], gens[2]]
     other.lock_everything()      # nothing left locked
@@ -117,7 +126,7 @@ def test_other_clients_chunks_survive(repo):
     own0 = repo.get_file_chunk_ids(mine[0], b'/home/liw/own')[0]
     # the other client's only file "own 0" has the same content as mine[0]'s
     assert repo.get_file_chunk_ids(theirs[0], b'/home/liw/own') == [own0]
-    forgetter.remove_generations(repo, h.CLIENT, mine)
+    remove(repo, h.CLIENT, mine)
     assert repo.get_generation_ids(h.CLIENT) == []
     assert repo.get_chunk_content(own0) == b'own 0'
     assert repo.get_chunk_content(shared) == b'shared'
@@ -144,7 +153,7 @@ def test_forgetting_big_data_shrinks_repository(repo, path):
     g1 = h.add_generation(repo, h.tree({b'/home/liw/big': h.reg(big)}), 1000)
     g2 = h.add_generation(repo, h.tree(), 2000)
     before = disk_usage(path)
-    forgetter.remove_generations(repo, h.CLIENT, [g1])
+    remove(repo, h.CLIENT, [g1])
     after = disk_usage(path)
     assert before - after >= len(big)
     assert repo.get_generation_ids(h.CLIENT) == [g2]
@@ -156,7 +165,7 @@ def test_forgetting_big_data_shrinks_repository(repo, path):
 def test_failure_releases_locks(repo, path):
     gens = hourly(repo, 2)
     with pytest.raises(errors.ObnamError):
-        forgetter.remove_generations(
+        remove(
             repo, h.CLIENT, [gens[0], gens[0]])     # second removal fails
     other = h.open_repo(path)
     other.lock_everything()
@@ -169,3 +178,13 @@ def test_end_time_falls_back_to_start(repo):
     [gen] = hourly(repo, 1)
     assert forgetter.end_time(repo, gen) == repo.get_generation_key(
         gen, ri.GEN_ENDED)
+
+
+def test_as_of_ignores_later_generations(repo, utc_tz):
+    gens = hourly(repo, 5)
+    decisions = forgetter.decide_by_policy(
+        repo, h.CLIENT, forget_policy.parse('1h'),
+        as_of=forgetter.end_time(repo, gens[2]))
+    assert [d.reasons for d in decisions] == [
+        [], [], ['hourly 1/1'], ['after --pretend-time'],
+        ['after --pretend-time']]
