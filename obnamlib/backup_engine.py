@@ -59,6 +59,8 @@ class PretendNeedsGeneration(obnamlib.errors.ObnamError):
 
 DEDUP_MODES = ('fatalist', 'verify', 'never')
 _EMPTY_MD5 = hashlib.md5(b'').digest()
+# Below this size posix_fadvise costs more than the page cache it saves.
+_ADVISE_SIZE = 256 * 1024
 
 _S_ISREG = stat_module.S_ISREG
 _S_ISDIR = stat_module.S_ISDIR
@@ -395,7 +397,8 @@ class BackupEngine:
         whole = hashlib.md5()
         chunk_ids = []
         total = 0
-        chunks = obnamlib.chunker.iter_chunks(f, self.options.chunk_size)
+        chunks = obnamlib.chunker.iter_chunks(
+            f, self.options.chunk_size, advise=st.st_size >= _ADVISE_SIZE)
         while True:
             try:
                 chunk = next(chunks, None)

@@ -39,10 +39,11 @@ class ChunkReader:
     whatever size the file had when it was scanned.
     """
 
-    def __init__(self, fileobj, chunk_size):
+    def __init__(self, fileobj, chunk_size, advise=True):
         self.fileobj = fileobj
         self.chunk_size = chunk_size
         self.fd = _fileno(fileobj)
+        self.advise = advise and self.fd is not None
         self.seek_holes = self.fd is not None
         self.offset = 0
         self.dense_until = 0      # [offset, dense_until) is known data
@@ -106,7 +107,7 @@ class ChunkReader:
         return end <= self.hole_until and end <= _file_size(self.fd)
 
     def _advise(self, advice):
-        if self.fd is None:
+        if not self.advise:
             return
         try:
             os.posix_fadvise(self.fd, 0, 0, advice)
@@ -125,6 +126,7 @@ def _fileno(fileobj):
         return None
 
 
-def iter_chunks(fileobj, chunk_size):
-    """The chunks of fileobj, each `chunk_size` bytes except the last."""
-    return iter(ChunkReader(fileobj, chunk_size))
+def iter_chunks(fileobj, chunk_size, advise=True):
+    """The chunks of fileobj, each `chunk_size` bytes except the last.
+    advise=False skips posix_fadvise (not worth a syscall for small files)."""
+    return iter(ChunkReader(fileobj, chunk_size, advise))
