@@ -329,17 +329,21 @@ def _make_socket(path):
 
 
 def _makedirs_private(path):
-    """Like os.makedirs(exist_ok=True), but every new directory gets 0700."""
-    if os.path.isdir(path):
-        return
-    parent = os.path.dirname(path)
-    if parent and parent != path:
-        _makedirs_private(parent)
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        if not os.path.isdir(path):
-            raise
+    """Like os.makedirs(exist_ok=True), but every new directory gets 0700
+    (iterative: any depth)."""
+    missing = []
+    while path and not os.path.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            if not os.path.isdir(directory):
+                raise
 
 
 def _remove_quietly(path):

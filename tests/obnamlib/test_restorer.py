@@ -1,0 +1,414 @@
+"""The restore engine against a real format-6 repository on disk."""
+
+import errno
+import hashlib
+import os
+import stat
+import sys
+
+import pytest
+
+import obnamlib.errors
+import obnamlib.restorer
+import obnamlib.vfs_local
+from obnamlib.live_metadata import encode_xattrs
+from tests.obnamlib import restore_helpers as rh
+from tests.obnamlib.backup_helpers import make_deep, remove_deep
+
+IS_ROOT = os.geteuid() == 0
+
+
+class Collect(obnamlib.restorer.RestoreReporter):
+
+    def __init__(self):
+        self.errors, self.notes, self.logs, self.done = [], [], [], []
+
+    def error(self, text):
+        self.errors.append(text)
+
+    def notify(self, text):
+        self.notes.append(text)
+
+    def log(self, text):
+        self.logs.append(text)
+
+    def restored(self, path, metadata):
+        self.done.append(path)
+
+
+@pytest.fixture
+def world(tmp_path):
+    live = tmp_path / 'live'
+    live.mkdir()
+    return tmp_path, live
+
+
+def restorer(repo, gen, target, **kwargs):
+    reporter = kwargs.pop('reporter', Collect())
+    fs = obnamlib.vfs_local.LocalFS('/')
+    r = obnamlib.restorer.Restorer(repo, gen, fs, os.fsencode(target),
+                                   reporter=reporter, **kwargs)
+    return r, reporter
+
+
+def facts(root):
+    """{relative path: facts} of a live tree, for comparing two trees."""
+    result = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames + ([''] if dirpath == str(root) else []):
+            path = os.path.join(dirpath, name) if name else dirpath
+            st = os.lstat(path)
+            rel = os.path.relpath(path, root)
+            if stat.S_ISREG(st.st_mode):
+                with open(path, 'rb') as f:
+                    content = hashlib.sha1(f.read()).hexdigest()
+            elif stat.S_ISLNK(st.st_mode):
+                content = os.readlink(path)
+            else:
+                content = None
+            xattrs = {n: os.getxattr(path, n, follow_symlinks=False)
+                      for n in os.listxattr(path, follow_symlinks=False)}
+            size = None if stat.S_ISDIR(st.st_mode) else st.st_size
+            result[rel] = (oct(st.st_mode), st.st_mtime_ns, size,
+                           st.st_nlink if not stat.S_ISDIR(st.st_mode) else None,
+                           st.st_uid, st.st_gid, content, xattrs)
+    return result
+
+
+def write(path, data, mtime_ns=None):
+    with open(path, 'wb') as f:
+        f.write(data)
+    if mtime_ns is not None:
+        os.utime(path, ns=(mtime_ns, mtime_ns))
+
+
+def make_funny_farm(live):
+    """Every kind of object restore handles."""
+    write(live / 'empty', b'')
+    write(live / 'small', b'hello\n')
+    write(live / 'multi', os.urandom(4096 * 3 + 17))
+    sparse = bytearray(4096 * 6)
+    sparse[4096 * 2:4096 * 2 + 5] = b'12345'
+    write(live / 'sparse-middle', bytes(sparse))
+    write(live / 'ends-in-hole', b'x' * 4096 + bytes(4096 * 4))
+    write(live / 'all-zero', bytes(4096 * 2 + 3))
+    (live / 'dir').mkdir()
+    write(live / 'dir' / 'inner', b'inner')
+    os.link(live / 'dir' / 'inner', live / 'hardlink')
+    os.symlink('dir/inner', live / 'symlink')
+    os.symlink('/does/not/exist', live / 'dangling')
+    os.symlink('dir', live / 'dirlink')
+    os.mkfifo(live / 'fifo')
+    os.mknod(live / 'socket', stat.S_IFSOCK | 0o644)
+    write(live / 'setuid', b'#!/bin/sh\n')
+    os.chmod(live / 'setuid', 0o4755)
+    write(live / 'xattrs', b'x')
+    os.setxattr(live / 'xattrs', 'user.foo', b'some value')
+    os.setxattr(live / 'xattrs', 'user.empty', b'')
+    os.chmod(live / 'dir', 0o751)
+    for name in ('small', 'dir/inner'):
+        os.utime(live / name, ns=(1234567890123456789, 1400000000987654321))
+    os.utime(live / 'symlink', ns=(1, 1300000000000000001),
+             follow_symlinks=False)
+    os.utime(live / 'dir', ns=(5, 1200000000000000007))
+    if IS_ROOT:
+        os.mknod(live / 'chardev', stat.S_IFCHR | 0o600, os.makedev(1, 3))
+        os.chown(live / 'small', 1234, 5678)
+        os.setxattr(live / 'xattrs', 'trusted.t', b'root only')
+
+
+def test_full_round_trip(world):
+    tmp, live = world
+    make_funny_farm(live)
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    target = tmp / 'target'
+    r, rep = restorer(repo, gen, target)
+    stats = r.restore()
+    assert rep.errors == [] and rep.notes == []
+    restored = target / str(live).lstrip('/')
+    before, after = facts(live), facts(restored)
+    assert before.keys() == after.keys()
+    for name in before:
+        assert after[name] == before[name], name
+    # every object counts, directories included ('/', ancestors, live, dir)
+    assert stats.files == len(before) + len(str(live).strip('/').split('/'))
+    assert stats.bytes == sum(os.lstat(live / n).st_size for n in before
+                              if stat.S_ISREG(os.lstat(live / n).st_mode)
+                              and n != 'hardlink')
+
+
+def test_target_gets_root_metadata_on_full_restore(world):
+    tmp, live = world
+    write(live / 'f', b'1')
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    root_md = repo.get_metadata(gen, b'/')
+    target = tmp / 'target'
+    restorer(repo, gen, target)[0].restore()
+    st = os.lstat(target)
+    assert st.st_mode == root_md.st_mode
+    assert st.st_mtime_ns == (root_md.st_mtime_sec * 10**9 +
+                              root_md.st_mtime_nsec)
+
+
+def test_sparse_files_are_sparse_and_exact(world):
+    tmp, live = world
+    data = bytes(4096 * 64) + b'end' + bytes(4096 * 64)
+    write(live / 'sparse', data)
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    target = tmp / 'target'
+    restorer(repo, gen, target)[0].restore()
+    path = target / str(live).lstrip('/') / 'sparse'
+    with open(path, 'rb') as f:
+        assert f.read() == data
+    assert os.stat(path).st_blocks * 512 <= 3 * 4096
+
+
+def test_partial_restore_keeps_full_path_and_private_parents(world):
+    tmp, live = world
+    (live / 'a' / 'b').mkdir(parents=True)
+    write(live / 'a' / 'b' / 'f', b'data', mtime_ns=10**18)
+    write(live / 'other', b'no')
+    os.chmod(live / 'a', 0o755)
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    target = tmp / 'target'
+    wanted = os.fsencode(str(live / 'a' / 'b'))
+    r, rep = restorer(repo, gen, target)
+    stats = r.restore([wanted + b'/'])
+    assert rep.errors == []
+    assert stats.files == 2
+    restored = target / str(live).lstrip('/')
+    assert (restored / 'a' / 'b' / 'f').read_bytes() == b'data'
+    assert os.stat(restored / 'a' / 'b' / 'f').st_mtime_ns == 10**18
+    assert not (restored / 'other').exists()
+    assert stat.S_IMODE(os.stat(restored / 'a').st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o700
+
+
+def test_restore_of_a_single_file(world):
+    tmp, live = world
+    write(live / 'f', b'one file')
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    target = tmp / 'target'
+    restorer(repo, gen, target)[0].restore([os.fsencode(str(live / 'f'))])
+    assert os.listdir(target / str(live).lstrip('/')) == ['f']
+
+
+def test_existing_empty_target_is_used(world):
+    tmp, live = world
+    write(live / 'f', b'x')
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    target = tmp / 'target'
+    target.mkdir()
+    restorer(repo, gen, target)[0].restore()
+    assert (target / str(live).lstrip('/') / 'f').read_bytes() == b'x'
+
+
+def test_non_empty_target_is_refused(world):
+    tmp, live = world
+    write(live / 'f', b'x')
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    target = tmp / 'target'
+    target.mkdir()
+    write(target / '.hidden', b'')
+    r, _ = restorer(repo, gen, target, target_display='target')
+    with pytest.raises(obnamlib.restorer.RestoreTargetNotEmpty) as info:
+        r.restore()
+    assert str(info.value) == (
+        'R3E1C1X: The restore --to directory (target) is not empty.')
+    assert os.listdir(target) == ['.hidden']
+
+
+def test_target_whose_parent_is_missing(world):
+    tmp, live = world
+    write(live / 'f', b'x')
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    target = tmp / 'no' / 'target'
+    with pytest.raises(obnamlib.errors.ObnamSystemError) as info:
+        restorer(repo, gen, target)[0].restore()
+    assert str(info.value) == (
+        'RD5FA4X: System error: %s: 2: No such file or directory' % target)
+
+
+def test_path_not_in_generation(world):
+    tmp, live = world
+    write(live / 'f', b'x')
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    target = tmp / 'target'
+    r, _ = restorer(repo, gen, target)
+    with pytest.raises(
+            obnamlib.errors.RepositoryFileDoesNotExistInGeneration) as info:
+        r.restore([b'/not/there'])
+    assert str(info.value) == (
+        'R3E151X: Client client, generation %s does not have file /not/there'
+        % repo.make_generation_spec(gen))
+    assert not target.exists()
+
+
+def test_missing_chunk_is_reported_and_restore_continues(world):
+    tmp, live = world
+    write(live / 'a-broken', b'A' * 5000)
+    write(live / 'b-fine', b'fine')
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    broken = os.fsencode(str(live / 'a-broken'))
+    lost = repo.get_file_chunk_ids(gen, broken)[1]
+    chunk_files = [os.path.join(d, n) for d, _, names in
+                   os.walk(tmp / 'repo' / 'chunks') for n in names
+                   if n == '%016x' % lost]
+    assert len(chunk_files) == 1
+    os.remove(chunk_files[0])
+    target = tmp / 'target'
+    r, rep = restorer(repo, gen, target)
+    with pytest.raises(obnamlib.restorer.RestoreErrors) as info:
+        r.restore()
+    assert str(info.value) == (
+        'RD6259X: There were errors when restoring\n\n'
+        'See previous error messages for details.')
+    assert len(rep.errors) == 1
+    assert rep.errors[0].startswith(
+        "Failed to restore %s: R43272X: Repository doesn't contain chunk "
+        % (live / 'a-broken'))
+    assert '. It is expected at chunks/' in rep.errors[0]
+    assert (target / str(live).lstrip('/') / 'b-fine').read_bytes() == b'fine'
+
+
+def test_checksum_mismatch_is_notified_and_fails_the_run(world):
+    tmp, live = world
+    write(live / 'f', b'content')
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    path = os.fsencode(str(live / 'f'))
+    repo.lock_client(rh.CLIENT)
+    md = repo.get_metadata(gen, path)
+    repo.set_metadata(gen, path, md.copy(md5=b'\0' * 16))
+    repo.commit_client(rh.CLIENT)
+    target = tmp / 'target'
+    r, rep = restorer(repo, gen, target)
+    with pytest.raises(obnamlib.restorer.RestoreErrors):
+        r.restore()
+    assert rep.notes == ['File checksum restore error: %s (%s vs %s)' % (
+        live / 'f', hashlib.md5(b'content').hexdigest(), '00' * 16)]
+    assert (target / str(live).lstrip('/') / 'f').read_bytes() == b'content'
+
+
+def test_metadata_failure_is_reported_with_r0fc21x(world):
+    tmp, live = world
+    write(live / 'f', b'x')
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    path = os.fsencode(str(live / 'f'))
+    repo.lock_client(rh.CLIENT)
+    md = repo.get_metadata(gen, path)
+    repo.set_metadata(gen, path,
+                      md.copy(xattr=encode_xattrs([(b'bogus.name', b'v')])))
+    repo.commit_client(rh.CLIENT)
+    target = tmp / 'target'
+    r, rep = restorer(repo, gen, target)
+    with pytest.raises(obnamlib.restorer.RestoreErrors):
+        r.restore()
+    dest = target / str(live).lstrip('/') / 'f'
+    assert rep.errors == [
+        "R0FC21X: %s: Couldn't set metadata xattr bogus.name: %d: %s"
+        % (dest, errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP))]
+    # later steps still ran
+    assert os.stat(dest).st_mtime_ns == os.stat(live / 'f').st_mtime_ns
+
+
+@pytest.mark.parametrize('euid, always, kept', [
+    (0, False, True), (4321, False, False), (4321, True, True),
+    (None, False, True)])
+def test_setuid_rule(world, euid, always, kept):
+    tmp, live = world
+    write(live / 'suid', b'x')
+    os.chmod(live / 'suid', 0o6755)
+    uid = os.lstat(live / 'suid').st_uid
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    target = tmp / 'target'
+    r, _ = restorer(repo, gen, target, euid=uid if euid is None else euid,
+                    always_restore_setuid=always)
+    r.restore()
+    mode = stat.S_IMODE(os.lstat(target / str(live).lstrip('/') / 'suid').st_mode)
+    assert mode == (0o6755 if kept else 0o755)
+
+
+def test_non_root_sets_only_user_xattrs(world):
+    tmp, live = world
+    write(live / 'f', b'x')
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    path = os.fsencode(str(live / 'f'))
+    repo.lock_client(rh.CLIENT)
+    md = repo.get_metadata(gen, path)
+    repo.set_metadata(gen, path, md.copy(xattr=encode_xattrs(
+        [(b'trusted.t', b'1'), (b'user.u', b'2')])))
+    repo.commit_client(rh.CLIENT)
+    target = tmp / 'target'
+    r, rep = restorer(repo, gen, target, euid=4321)
+    r.restore()
+    dest = target / str(live).lstrip('/') / 'f'
+    assert os.listxattr(dest) == ['user.u']
+    assert any('trusted.t' in line for line in rep.logs)
+
+
+def test_pretend_creates_nothing_and_reads_no_data(world):
+    tmp, live = world
+    (live / 'd').mkdir()
+    write(live / 'd' / 'f', b'x' * 10000)
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    for dirpath, _, names in os.walk(tmp / 'repo' / 'chunks'):
+        for name in names:
+            os.remove(os.path.join(dirpath, name))
+    target = tmp / 'target'
+    r, rep = restorer(repo, gen, target, pretend=True)
+    stats = r.restore()
+    assert not target.exists()
+    assert rep.errors == []
+    assert stats.files == 3 + len(str(live).strip('/').split('/'))
+    assert stats.bytes == 0
+
+
+def test_directory_metadata_is_set_after_contents(world):
+    tmp, live = world
+    (live / 'd').mkdir()
+    write(live / 'd' / 'f', b'x')
+    os.chmod(live / 'd', 0o555)
+    os.utime(live / 'd', ns=(7, 777777777777))
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    target = tmp / 'target'
+    r, rep = restorer(repo, gen, target, euid=4321)
+    r.restore()
+    assert rep.errors == []
+    st = os.lstat(target / str(live).lstrip('/') / 'd')
+    assert st.st_mtime_ns == 777777777777
+    assert stat.S_IMODE(st.st_mode) == 0o555
+    assert rep.done.index(os.fsencode(str(live / 'd'))) > \
+        rep.done.index(os.fsencode(str(live / 'd' / 'f')))
+
+
+def test_deeper_than_recursion_limit(world):
+    tmp, live = world
+    depth = sys.getrecursionlimit() + 50
+    make_deep(str(live), depth, leaf=b'bottom')
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    target = tmp / 'target'
+    try:
+        restorer(repo, gen, target)[0].restore()
+        restored = target / str(live).lstrip('/')
+        rel = '/'.join(['d'] * depth)
+        assert (restored / rel / 'leaf').read_bytes() == b'bottom'
+    finally:
+        remove_deep(str(live), depth)
+        remove_deep(str(target / str(live).lstrip('/')), depth)
