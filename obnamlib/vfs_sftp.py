@@ -393,11 +393,14 @@ class SftpFS(VirtualFileSystem):
             return False
 
     def _open(self, full, flags, path, mode=FILE_MODE):
+        _, msg = self._wait(self._send_open(full, flags, mode), path)
+        return msg.get_binary()
+
+    def _send_open(self, full, flags, mode=FILE_MODE):
         attrs = SFTPAttributes()
         if flags & proto.SFTP_FLAG_CREATE:
             attrs.st_mode = mode
-        _, msg = self._call(proto.CMD_OPEN, full, flags, attrs, path=path)
-        return msg.get_binary()
+        return self._send(proto.CMD_OPEN, full, flags, attrs)
 
     def _close_handle(self, handle, wait=False):
         num = self._send(proto.CMD_CLOSE, handle, collect=wait)
@@ -477,13 +480,19 @@ class SftpFS(VirtualFileSystem):
         self.bytes_written += len(data)
 
     def _create_making_parents(self, full, path):
+        """Open a new file; if its directory is missing, make it and retry
+        in the same round trip."""
         flags = (proto.SFTP_FLAG_WRITE | proto.SFTP_FLAG_CREATE |
                  proto.SFTP_FLAG_TRUNC)
         try:
             return self._open(full, flags, path)
         except FileNotFoundError:
-            self._makedirs_abs(os.path.dirname(full), path)
-            return self._open(full, flags, path)
+            dirname = os.path.dirname(full)
+            sent = self._send_mkdirs(self._missing_chain(dirname))
+            num = self._send_open(full, flags)
+            self._wait_mkdirs(sent, dirname, path)
+            _, msg = self._wait(num, path)
+            return msg.get_binary()
 
     def _replace(self, old, new, path):
         if self._has_posix_rename:
@@ -517,19 +526,43 @@ class SftpFS(VirtualFileSystem):
         self._makedirs_abs(self._abs(path), path)
 
     def _makedirs_abs(self, full, path):
-        if full in self._known_dirs or full in (b'', b'/'):
-            return
-        try:
-            self._mkdir_abs(full, DIR_MODE, path)
-        except FileNotFoundError:
-            self._makedirs_abs(os.path.dirname(full), path)
-            self._mkdir_abs(full, DIR_MODE, path)
-        except OSError:
+        """Make `full` and its missing parents: all MKDIRs in flight."""
+        chain = self._missing_chain(full)
+        if chain:
+            self._wait_mkdirs(self._send_mkdirs(chain), full, path)
+
+    def _missing_chain(self, full):
+        """`full` and its ancestors not known to exist, top down."""
+        chain = []
+        while full not in self._known_dirs and full not in (b'', b'/'):
+            chain.append(full)
+            full = os.path.dirname(full)
+        return chain[::-1]
+
+    def _send_mkdirs(self, chain):
+        attrs = SFTPAttributes()
+        attrs.st_mode = DIR_MODE
+        return [(d, self._send(proto.CMD_MKDIR, d, attrs)) for d in chain]
+
+    def _wait_mkdirs(self, sent, full, path):
+        """Existing directories fail harmlessly; only `full` must be one."""
+        first_error = last_error = None
+        for dirname, num in sent:
+            try:
+                self._wait(num, path)
+                last_error = None
+            except OSError as e:
+                last_error = e
+                if e.errno != errno.EIO and first_error is None:
+                    first_error = e
+        if last_error is not None:
+            if last_error.errno != errno.EIO:
+                raise first_error or last_error
             attrs = self._attrs(proto.CMD_STAT, full, path)
             if not stat.S_ISDIR(attrs.st_mode or 0):
                 raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST),
                                       _fs_path(path))
-        self._known_dirs.add(full)
+        self._known_dirs.update(dirname for dirname, _ in sent)
 
     def _mkdir_abs(self, full, mode, path):
         attrs = SFTPAttributes()
@@ -572,9 +605,12 @@ class SftpFS(VirtualFileSystem):
         self._known_dirs.discard(full)
 
     def rename(self, old, new):
-        full_new = self._abs(new)
-        self._makedirs_abs(os.path.dirname(full_new), new)
-        self._replace(self._abs(old), full_new, old)
+        full_old, full_new = self._abs(old), self._abs(new)
+        try:
+            self._replace(full_old, full_new, old)
+        except FileNotFoundError:
+            self._makedirs_abs(os.path.dirname(full_new), new)
+            self._replace(full_old, full_new, old)
 
     # --- locks --------------------------------------------------------------
 
