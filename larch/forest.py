@@ -107,7 +107,7 @@ class Forest:
         try:
             for child_id in children:
                 counts.incr(child_id)
-        except errors.Error as e:
+        except BaseException as e:
             self.broken = e
             raise
         counts.set(root.id, 1)
@@ -122,7 +122,7 @@ class Forest:
         self._check_member(tree)
         try:
             decrement_node(self.node_store, tree.root_id)
-        except errors.Error as e:
+        except BaseException as e:
             self.broken = e
             raise
         self.trees = [t for t in self.trees if t is not tree]

@@ -136,20 +136,21 @@ class Journal:
         self._apply()
 
     def _apply(self):
+        """Steps 1-3 of the commit; safe to repeat after a failure."""
         for rel in sorted(self.deleted):
             if not rel.rsplit('/', 1)[-1].startswith('tmp'):
                 self._remove_quietly(self._p(rel))
             self._remove_quietly(self._p(DELETE + '/' + rel))
+            self.deleted.discard(rel)
         for rel in sorted(self.new_files):
             src = self._p(NEW + '/' + rel)
             if rel.rsplit('/', 1)[-1].startswith('tmp'):
                 self._remove_quietly(src)
-                continue
-            self._make_parent(rel)
-            self.vfs.rename(src, self._p(rel))
+            else:
+                self._make_parent(rel)
+                self.vfs.rename(src, self._p(rel))
+            self.new_files.discard(rel)
         self.vfs.rename(self._p(NEW + '/' + METADATA), self._p(METADATA))
-        self.new_files = set()
-        self.deleted = set()
 
     def _make_parent(self, rel):
         parent = rel.rsplit('/', 1)[0] if '/' in rel else ''

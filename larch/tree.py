@@ -226,10 +226,15 @@ class Tree:
         return True
 
     def _guarded(self, change, *args):
-        """Run a structural change; a larch error midway poisons the forest."""
+        """Run a structural change; any failure midway poisons the forest.
+
+        A half-done change (a missing node, an I/O error of the storage)
+        leaves the in-memory trees inconsistent; refusing to commit them
+        keeps the committed state intact.
+        """
         try:
             change(*args)
-        except errors.Error as e:
+        except BaseException as e:
             self._forest.broken = e
             raise
 

@@ -234,3 +234,69 @@ def test_refcount_can_reach_65535():
     forest.commit()
     again = open_f(vfs)
     assert again.node_store.refcounts.get(child) == 65535
+
+
+class FlakyFS(larch.MemoryFS):
+    """Raises OSError on the n-th call of one method, once."""
+
+    def __init__(self):
+        super().__init__()
+        self.fail = None   # (method name, countdown)
+
+    def _maybe_fail(self, name):
+        if self.fail and self.fail[0] == name:
+            self.fail = (name, self.fail[1] - 1)
+            if self.fail[1] == 0:
+                self.fail = None
+                raise OSError('storage hiccup in %s' % name)
+
+    def rename(self, old, new):
+        self._maybe_fail('rename')
+        super().rename(old, new)
+
+    def read_file(self, path):
+        self._maybe_fail('read_file')
+        return super().read_file(path)
+
+    def write_file(self, path, data):
+        self._maybe_fail('write_file')
+        super().write_file(path, data)
+
+
+@pytest.mark.parametrize('method,countdown', [
+    ('rename', 1), ('rename', 3), ('write_file', 2), ('write_file', 5)])
+def test_commit_can_be_retried_after_storage_error(method, countdown):
+    vfs = FlakyFS()
+    forest, tree = filled(vfs, 100)
+    clone = forest.new_tree(tree)
+    for n in range(0, 100, 2):
+        clone.remove(key(n))
+    forest.remove_tree(tree)
+    vfs.fail = (method, countdown)
+    with pytest.raises(OSError):
+        forest.commit()
+    forest.commit()
+    again = open_f(vfs, writes=False)
+    assert [t.lookup_range(LOW, HIGH) for t in again.trees] == [
+        [(key(n), b'%d' % n) for n in range(1, 100, 2)]]
+    from tests.larch import specdecoder
+    assert specdecoder.from_vfs(vfs, 'f').consistency_problems(128) == []
+
+
+def test_storage_error_in_the_middle_of_a_change_poisons_the_forest():
+    vfs = FlakyFS()
+    filled(vfs, 300)
+    committed = dict(vfs.files)
+    forest = open_f(vfs, cache_size=8)
+    tree = forest.trees[0]
+    tree.lookup(key(0))
+    vfs.fail = ('read_file', 5)
+    with pytest.raises(OSError):
+        forest.remove_tree(tree)
+    assert any(p.startswith('f/delete/') for p in vfs.files)
+    with pytest.raises(errors.ForestBroken) as e:
+        forest.commit()
+    assert 'storage hiccup' in str(e.value)
+    assert open_f(vfs, writes=False).trees[0].count_range(LOW, HIGH) == 300
+    assert {p: d for p, d in vfs.files.items()
+            if not p.startswith(('f/new/', 'f/delete/'))} == committed
