@@ -7,6 +7,7 @@ import larch.vfs
 import obnamlib.vfs_local
 from obnamlib import errors, filters, repo_fs
 from tests.obnamlib.test_filters import XorCipher
+from tests.gpg_fixture import plain_gpg_home  # noqa: F401
 
 
 class PassphraseTable:
@@ -160,3 +161,17 @@ def test_larch_forest_over_repository_fs(tmp_path):
                                         node_size=256, vfs=fs)
     last = reopened.trees[-1]
     assert last.lookup(b'0042') == b'v' * 20
+
+
+def test_real_openpgp_cipher_is_default_and_gpg_reads_it(tmp_path,
+                                                         plain_gpg_home):
+    base = larch.vfs.LocalFS(str(tmp_path))
+    keys = PassphraseTable({'chunks': 'ab' * 32})
+    fs = repo_fs.RepositoryFS(base, compress=True, keys=keys)
+    fs.write_file('chunks/0/0/0/1', b'content ' * 100)
+    raw = base.read_file('chunks/0/0/0/1')
+    assert raw.startswith(b'encrypt1\0')
+    inner = plain_gpg_home.decrypt(raw[9:], passphrase='ab' * 32).stdout
+    assert inner == b'deflate\0' + zlib.compress(b'\0' + b'content ' * 100)
+    assert fs.read_file('chunks/0/0/0/1') == b'content ' * 100
+    assert b'content' not in raw
