@@ -1,6 +1,7 @@
 """Node encoding, byte for byte as larch 1.x (format-6.md 5.3)."""
 
 import struct
+from itertools import accumulate
 
 from larch import errors
 from larch.nodes import LeafNode, IndexNode, HEADER_SIZE
@@ -77,13 +78,8 @@ def _decode_leaf(data, key_size, dirname, node_id, n, keys_end):
         raise errors.NodeCorrupt(
             dirname, node_id, 'leaf has %d bytes, its header implies %d'
             % (len(data), total))
-    values = []
-    append = values.append
-    pos = lens_end
-    for length in lengths:
-        end = pos + length
-        append(data[pos:end])
-        pos = end
+    ends = list(accumulate(lengths, initial=lens_end))
+    values = [data[a:b] for a, b in zip(ends, ends[1:])]
     return LeafNode(node_id, _keys(data, key_size, keys_end), values,
                     len(data))
 

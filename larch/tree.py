@@ -68,7 +68,11 @@ class Tree:
             key = self._key(key)
         store = self._store
         cache = store.cache
-        node = cache.get(self._root_id) or store.load(self._root_id)
+        node = cache.get(self._root_id)
+        if node is None:
+            node = store.load(self._root_id)
+        else:
+            cache.move_to_end(self._root_id)
         while not node.is_leaf:
             i = bisect_right(node.keys, key) - 1
             if i < 0:
@@ -191,6 +195,7 @@ class Tree:
         node = cache.get(self._root_id)
         if node is None:
             return False
+        cache.move_to_end(self._root_id)
         while not node.is_leaf:
             i = bisect_right(node.keys, key) - 1
             if i < 0:
