@@ -18,13 +18,22 @@ def key4(n):
     return struct.pack('!I', n)
 
 
-@pytest.fixture
-def reference_forest(tmp_path):
+@pytest.fixture(scope='module')
+def unpacked_reference(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp('larch-reference'))
     with tarfile.open(os.path.join(
             obnam_reference.LARCH,
             'format-nodestore1-codec1.tar.gz')) as tar:
-        tar.extractall(str(tmp_path))
-    return str(tmp_path)
+        tar.extractall(path)
+    return path
+
+
+@pytest.fixture
+def reference_forest(unpacked_reference, tmp_path):
+    """A private copy of the larch 1.x reference forest."""
+    path = str(tmp_path / 'forest')
+    shutil.copytree(unpacked_reference, path)
+    return path
 
 
 def expected_reference_trees():
@@ -33,8 +42,8 @@ def expected_reference_trees():
     return [every, even, even, []]
 
 
-def test_reference_forest_reads_exactly(reference_forest):
-    forest = larch.open_forest(dirname=reference_forest, key_size=4,
+def test_reference_forest_reads_exactly(unpacked_reference):
+    forest = larch.open_forest(dirname=unpacked_reference, key_size=4,
                                node_size=128)
     assert [t.root_id for t in forest.trees] == [63, 251, 407, 511]
     assert forest.last_id == 526
@@ -50,10 +59,10 @@ def test_reference_forest_reads_exactly(reference_forest):
         forest.trees[1].lookup(key4(1))
 
 
-def test_reference_forest_refcounts_follow_the_spec(reference_forest):
-    spec = specdecoder.from_vfs(larch.LocalFS(reference_forest), '.')
+def test_reference_forest_refcounts_follow_the_spec(unpacked_reference):
+    spec = specdecoder.from_vfs(larch.LocalFS(unpacked_reference), '.')
     assert spec.consistency_problems(128) == []
-    assert larch.fsck.check_forest(reference_forest, key_size=4,
+    assert larch.fsck.check_forest(unpacked_reference, key_size=4,
                                    node_size=128) == []
 
 
@@ -76,10 +85,10 @@ def test_reference_forest_can_be_continued(reference_forest):
     assert trees == [expected[0], expected[2], expected[3], changed]
 
 
-def test_reference_forest_refuses_other_key_size(reference_forest):
+def test_reference_forest_refuses_other_key_size(unpacked_reference):
     with pytest.raises(larch.KeySizeMismatch) as e:
-        larch.open_forest(dirname=reference_forest, key_size=8)
-    assert reference_forest in str(e.value)
+        larch.open_forest(dirname=unpacked_reference, key_size=8)
+    assert unpacked_reference in str(e.value)
 
 
 @pytest.fixture(scope='module')
@@ -224,19 +233,27 @@ def test_node_paths_use_lowest_group_first():
     assert vfs.exists('w/nodes/1/0/0/2000')
 
 
-def test_copy_of_reference_is_untouched_by_readers(reference_forest, tmp_path):
-    snapshot = str(tmp_path) + '-snap'
-    shutil.copytree(reference_forest, snapshot)
-    forest = larch.open_forest(dirname=snapshot, key_size=4)
+def tree_snapshot(root):
+    """Every directory and file (with contents) below root."""
+    found = {}
+    for dirpath, dirnames, names in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        found[rel] = 'dir'
+        for name in names:
+            with open(os.path.join(dirpath, name), 'rb') as f:
+                found[os.path.join(rel, name)] = f.read()
+    return found
+
+
+def test_readers_change_nothing(reference_forest):
+    before = tree_snapshot(reference_forest)
+    forest = larch.open_forest(dirname=reference_forest, key_size=4)
     for tree in forest.trees:
         tree.lookup_range(LOW4, HIGH4)
     with pytest.raises(larch.ReadOnlyForest):
         forest.trees[0].insert(key4(1), b'x')
     with pytest.raises(larch.ReadOnlyForest):
         forest.commit()
-    for dirpath, _, names in os.walk(reference_forest):
-        for name in names:
-            a = os.path.join(dirpath, name)
-            b = os.path.join(snapshot, os.path.relpath(a, reference_forest))
-            with open(a, 'rb') as fa, open(b, 'rb') as fb:
-                assert fa.read() == fb.read()
+    assert larch.fsck.check_forest(reference_forest, key_size=4,
+                                   node_size=128) == []
+    assert tree_snapshot(reference_forest) == before
