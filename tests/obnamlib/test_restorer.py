@@ -412,3 +412,63 @@ def test_deeper_than_recursion_limit(world):
     finally:
         remove_deep(str(live), depth)
         remove_deep(str(target / str(live).lstrip('/')), depth)
+
+
+NOBODY = 65534
+RESTORE_AS_NOBODY = '''
+import os, sys
+sys.path.insert(0, sys.argv[1])
+import obnamlib.repo_factory, obnamlib.restorer, obnamlib.vfs_local
+repo = obnamlib.repo_factory.open_repository(url=sys.argv[2])
+gen = repo.get_generation_ids("client")[-1]
+class Rep(obnamlib.restorer.RestoreReporter):
+    def error(self, text):
+        print("ERROR", text)
+r = obnamlib.restorer.Restorer(repo, gen, obnamlib.vfs_local.LocalFS("/"),
+                               os.fsencode(sys.argv[3]), reporter=Rep())
+r.restore()
+print("done", r.stats.files)
+'''
+
+
+@pytest.mark.skipif(not IS_ROOT or not os.path.exists('/usr/bin/setpriv'),
+                    reason='needs root to become another user')
+def test_real_non_root_restore(tmp_path):
+    """A restore by an ordinary user: setuid bits of someone else's file
+    dropped, group-only ownership silently skipped, only user.* xattrs."""
+    import shutil
+    import subprocess
+    import tempfile
+    top = tempfile.mkdtemp(prefix='nr', dir='/tmp')
+    try:
+        os.chmod(top, 0o755)
+        live = os.path.join(top, 'live')
+        os.mkdir(live)
+        write(os.path.join(live, 'suid'), b'#!/bin/sh\n')
+        os.chmod(os.path.join(live, 'suid'), 0o4755)
+        write(os.path.join(live, 'x'), b'x')
+        os.setxattr(os.path.join(live, 'x'), 'user.u', b'U')
+        os.setxattr(os.path.join(live, 'x'), 'trusted.t', b'T')
+        repo = rh.new_repository(os.path.join(top, 'repo'))
+        rh.store_tree(repo, live)
+        for dirpath, dirnames, filenames in os.walk(top):
+            for name in [dirpath] + [os.path.join(dirpath, n)
+                                     for n in dirnames + filenames]:
+                os.lchown(name, NOBODY, NOBODY)
+        src = os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__))))
+        target = os.path.join(top, 'target')
+        result = subprocess.run(
+            ['setpriv', '--reuid=%d' % NOBODY, '--regid=%d' % NOBODY,
+             '--clear-groups', sys.executable, '-c', RESTORE_AS_NOBODY,
+             src, os.path.join(top, 'repo'), target],
+            capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.startswith('done'), result.stdout
+        restored = target + live
+        st = os.lstat(os.path.join(restored, 'suid'))
+        assert stat.S_IMODE(st.st_mode) == 0o755
+        assert (st.st_uid, st.st_gid) == (NOBODY, NOBODY)
+        assert os.listxattr(os.path.join(restored, 'x')) == ['user.u']
+    finally:
+        shutil.rmtree(top)
