@@ -243,8 +243,9 @@ class BackupEngine:
         self.progress.what('')
         self._ensure_ancestors(root)
         seen_root = False
+        fake = self._fake_failure if self.options.fail_matching else None
         for kind, path, value, names in walker.walk(
-                self.fs, root, root_st, self.options.exclusions):
+                self.fs, root, root_st, self.options.exclusions, fake):
             seen_root = True
             if kind is walker.FILE:
                 self._backup_nondir(path, value)

@@ -77,19 +77,22 @@ class _Frame:
         self.names = names
 
 
-def walk(vfs, root, root_st, exclusions=None):
+def walk(vfs, root, root_st, exclusions=None, fake_failure=None):
     """Yield the walk events for one backup root (see the module doc).
 
     root_st is the root's lstat result; the caller checked it exists.
+    fake_failure(path), if given, may raise OSError to make listing the
+    directory fail (--testing-fail-matching).
     """
     exclusions = exclusions or Exclusions()
+    lister = _lister(vfs, fake_failure)
     root_dev = root_st.st_dev
     if exclusions.excluded(root, root_st, root_dev):
         return
     if not _S_ISDIR(root_st.st_mode):
         yield (FILE, root, root_st, None)
         return
-    frame, error = _open_dir(vfs, root, root_st, exclusions, root_dev)
+    frame, error = _open_dir(vfs, lister, root, root_st, exclusions, root_dev)
     if frame is None:
         return
     if error is not None:
@@ -107,7 +110,7 @@ def walk(vfs, root, root_st, exclusions=None):
         if not _S_ISDIR(st.st_mode):
             yield (FILE, path, st, None)
             continue
-        child, error = _open_dir(vfs, path, st, exclusions, root_dev)
+        child, error = _open_dir(vfs, lister, path, st, exclusions, root_dev)
         if child is None:
             frame.names.discard(name)
             continue
@@ -117,10 +120,20 @@ def walk(vfs, root, root_st, exclusions=None):
         yield (ENTER, path, st, None)
 
 
-def _open_dir(vfs, path, st, exclusions, root_dev):
+def _lister(vfs, fake_failure):
+    if fake_failure is None:
+        return vfs.scandir
+
+    def scandir(path):
+        fake_failure(path)
+        return vfs.scandir(path)
+    return scandir
+
+
+def _open_dir(vfs, lister, path, st, exclusions, root_dev):
     """List a directory into a frame; (None, None) if it is a cache dir."""
     try:
-        entries = vfs.scandir(path)
+        entries = lister(path)
     except OSError as e:
         error = obnamlib.errors.ObnamSystemError(
             filename=path, errno=e.errno, strerror=e.strerror)

@@ -6,6 +6,7 @@ import os
 import re
 import socket
 import stat
+import subprocess
 
 import pytest
 
@@ -411,6 +412,23 @@ def test_per_file_error_is_reported_and_the_generation_commits(tmp_path):
     assert repo.get_file_children(gens[0], os.fsencode(live)) == [b'good']
 
 
+def test_unlistable_directory_is_RD5FA4X_and_keeps_only_its_metadata(
+        tmp_path):
+    live = tmp_path / 'live'
+    (live / 'dir').mkdir(parents=True)
+    (live / 'dir' / 'inside').write_bytes(b'i')
+    (live / 'other').write_bytes(b'o')
+    progress = backup(tmp_path / 'repo', [live],
+                      fail_matching=[re.compile(rb'/dir$')])
+    assert progress.error_lines == [
+        "ERROR: Can't back up %s/dir: RD5FA4X: System error: %s/dir: 2: "
+        "No such file or directory" % (live, live)]
+    repo, gens = generations(tmp_path / 'repo')
+    assert repo.get_file_children(gens[0], os.fsencode(live)) == [
+        b'dir', b'other']
+    assert repo.get_file_children(gens[0], os.fsencode(live / 'dir')) == []
+
+
 def test_failed_file_keeps_its_previous_version(tmp_path):
     live = tmp_path / 'live'
     live.mkdir()
@@ -638,3 +656,33 @@ def test_interrupted_run_resumes_from_its_checkpoint(tmp_path):
     assert_generation_is(repo, gens[-1], live, live_manifest(live))
     # The interrupted run's checkpoints are not this run's: they stay.
     assert gens[:len(checkpoints)] == checkpoints
+
+
+def _mount_tmpfs(path):
+    if os.geteuid() != 0:
+        return False
+    result = subprocess.run(['mount', '-t', 'tmpfs', 'tmpfs', str(path)],
+                            capture_output=True)
+    return result.returncode == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='mounting needs root')
+def test_one_file_system_skips_mount_points(tmp_path):
+    live = tmp_path / 'live'
+    (live / 'mnt').mkdir(parents=True)
+    (live / 'here').write_bytes(b'h')
+    if not _mount_tmpfs(live / 'mnt'):
+        pytest.skip('cannot mount tmpfs here')
+    try:
+        (live / 'mnt' / 'there').write_bytes(b't')
+        backup(tmp_path / 'repo', [live])
+        exclusions = walker.Exclusions(one_file_system=True)
+        backup(tmp_path / 'repo', [live], exclusions=exclusions)
+    finally:
+        subprocess.run(['umount', str(live / 'mnt')], check=True)
+    repo, gens = generations(tmp_path / 'repo')
+    assert repo.get_file_children(gens[0], os.fsencode(live)) == [
+        b'here', b'mnt']
+    assert repo.get_file_children(gens[0], os.fsencode(live / 'mnt')) == [
+        b'there']
+    assert repo.get_file_children(gens[1], os.fsencode(live)) == [b'here']
