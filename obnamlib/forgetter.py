@@ -85,17 +85,32 @@ def remove_generations(repo, client_name, gen_ids, progress=None):
     repo.lock_everything(); this ends with commit_everything (on an error
     the caller's unlock discards only the removal under way).
     progress(done, total) is called after each removal."""
+    protected = chunks_of_other_clients(repo, client_name)
     for done, gen_id in enumerate(gen_ids, 1):
-        _remove_one(repo, client_name, gen_id, last=done == len(gen_ids))
+        _remove_one(repo, client_name, gen_id, protected,
+                    last=done == len(gen_ids))
         if progress is not None:
             progress(done, len(gen_ids))
     repo.commit_everything()
 
 
-def _remove_one(repo, client_name, gen_id, last):
+def chunks_of_other_clients(repo, client_name):
+    """Chunk ids that other clients' generations use.  The indexes should
+    say so already (an entry per user), but repositories whose writers
+    did not index re-used chunks exist; a chunk another client uses is
+    never offered for deletion, whatever the indexes say."""
+    used = set()
+    for other in repo.get_client_names():
+        if other != client_name:
+            for gen_id in repo.get_generation_ids(other):
+                used |= repo.get_generation_chunk_ids(gen_id)
+    return used
+
+
+def _remove_one(repo, client_name, gen_id, protected, last):
     """The client commit comes first: once a generation is gone, nothing
     needs the chunks the index commit then deletes."""
-    candidates = repo.get_generation_chunk_ids(gen_id)
+    candidates = repo.get_generation_chunk_ids(gen_id) - protected
     repo.remove_generation(gen_id)
     repo.remove_unused_chunks(client_name, candidates)
     if last:

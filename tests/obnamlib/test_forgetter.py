@@ -188,3 +188,21 @@ def test_as_of_ignores_later_generations(repo, utc_tz):
     assert [d.reasons for d in decisions] == [
         [], [], ['hourly 1/1'], ['after --pretend-time'],
         ['after --pretend-time']]
+
+
+def test_chunk_another_client_uses_without_index_entry_survives(repo):
+    """Writers that did not index re-used chunks for their client leave
+    only the first user's index entry; forget must still not delete it."""
+    [mine] = hourly(repo, 1)
+    shared = repo.get_file_chunk_ids(mine, b'/home/liw/shared')[0]
+    repo.lock_client_list()
+    repo.add_client('other')
+    repo.commit_client_list()
+    repo.lock_client('other')
+    theirs = repo.create_generation('other', now=5000)
+    repo.set_metadata(theirs, b'/f', h.reg(b'shared')[0])
+    repo.set_file_chunk_ids(theirs, b'/f', [shared])     # no index entry
+    repo.commit_client('other', now=5001)
+    remove(repo, h.CLIENT, [mine])
+    assert repo.get_chunk_content(shared) == b'shared'
+    assert shared in repo.get_chunk_ids()
