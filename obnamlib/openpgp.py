@@ -163,11 +163,12 @@ def parse_s2k(body, pos):
     if kind == 0:
         return hash_id, b'', 0, pos
     if kind == 1:
-        return hash_id, body[pos:pos + 8], 0, pos + 8
+        return hash_id, bytes(body[pos:pos + 8]), 0, pos + 8
     if kind == 3:
         if pos + 9 > len(body):
             raise OpenPgpFormatError(reason='S2K specifier is cut short')
-        return hash_id, body[pos:pos + 8], s2k_count(body[pos + 8]), pos + 9
+        return (hash_id, bytes(body[pos:pos + 8]), s2k_count(body[pos + 8]),
+                pos + 9)
     raise OpenPgpFormatError(reason='unsupported S2K type %d' % kind)
 
 
@@ -236,12 +237,12 @@ def _decrypt_seipd(body, cipher_id, key):
         raise OpenPgpFormatError(reason='unsupported SEIPD version')
     bs = block_size(cipher_id)
     decryptor = _cfb(cipher_id, key, b'\0' * bs).decryptor()
-    plain = decryptor.update(body[1:]) + decryptor.finalize()
+    plain = memoryview(decryptor.update(body[1:]))
     if len(plain) < bs + 2 + 22:
         raise OpenPgpFormatError(reason='encrypted packet is too short')
     if plain[bs - 2:bs] != plain[bs:bs + 2]:
         raise DecryptionFailed(reason='wrong passphrase')
-    digest = hashlib.sha1(memoryview(plain)[:-20]).digest()
+    digest = hashlib.sha1(plain[:-20]).digest()
     if plain[-22:-20] != _MDC_HEADER or \
             not hmac.compare_digest(digest, plain[-20:]):
         raise DecryptionFailed(reason='integrity check (MDC) failed; '
@@ -265,8 +266,8 @@ def _decrypt_sed(body, cipher_id, key):
     prefix = first.update(body[:bs + 2])
     if prefix[bs - 2:bs] != prefix[bs:bs + 2]:
         raise DecryptionFailed(reason='wrong passphrase')
-    rest = _cfb(cipher_id, key, body[2:bs + 2]).decryptor()
-    return rest.update(body[bs + 2:]) + rest.finalize()
+    rest = _cfb(cipher_id, key, bytes(body[2:bs + 2])).decryptor()
+    return memoryview(rest.update(body[bs + 2:]))
 
 
 def _decompress(body):
@@ -334,6 +335,7 @@ class SymmetricCipher:
 
     def decrypt(self, data, passphrase):
         passphrase = _as_bytes(passphrase)
+        data = memoryview(data)     # packet bodies become views, not copies
         cipher_id = key = None
         pos = 0
         while pos < len(data):
@@ -362,7 +364,7 @@ class SymmetricCipher:
 
     def _content(self, plain, tag):
         try:
-            return message_content(plain)
+            return bytes(message_content(plain))
         except OpenPgpFormatError:
             if tag == SED:      # no check bytes but garbage: wrong key
                 raise DecryptionFailed(reason='wrong passphrase')

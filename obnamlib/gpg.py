@@ -1,0 +1,224 @@
+"""Public-key work with the user's GnuPG (format-6.md §4): exporting the
+user's public key, encrypting a toplevel's symmetric key to every key of a
+keyring, decrypting it with the user's secret key, and editing keyrings.
+
+Runs the gpg binary (these operations happen a few times per run, never per
+file).  Keyring blobs are worked on in a throwaway GNUPGHOME under /tmp
+with a short name (gpg-agent refuses long socket paths); any agent started
+there is stopped afterwards.  `gnupghome=None` means gpg's default
+($GNUPGHOME or ~/.gnupg).
+"""
+
+import os
+import shutil
+import subprocess
+import tempfile
+
+from obnamlib import errors
+
+GPG = 'gpg'
+
+
+class GpgMissing(errors.ObnamError):
+    code = 'R8CB25X'
+    msg = 'Cannot run gpg ({reason}); encryption needs GnuPG installed'
+
+
+class NoSecretKey(errors.GpgError):
+    """The user lacks the secret half of the key they named (one line)."""
+    msg = 'gpg failed: No secret key for {keyid} (gnupghome {gnupghome})'
+
+
+class PublicKeyNotFound(errors.GpgError):
+    msg = 'gpg failed: no public key {keyid} in keyring (gnupghome {gnupghome})'
+
+
+def _environment():
+    env = dict(os.environ)
+    env['LC_ALL'] = 'C'
+    env['LANGUAGE'] = 'C'
+    return env
+
+
+def run(args, data=b'', gnupghome=None, passphrase=None):
+    """stdout of gpg run with args; GpgError carrying stderr on failure."""
+    cmd = [GPG, '--batch', '--no-tty', '-q']
+    if gnupghome:
+        cmd += ['--homedir', gnupghome]
+    fds = ()
+    if passphrase is not None:
+        read_fd, write_fd = os.pipe()
+        os.write(write_fd, passphrase + b'\n')
+        os.close(write_fd)
+        cmd += ['--passphrase-fd', str(read_fd)]
+        fds = (read_fd,)
+    try:
+        result = subprocess.run(cmd + list(args), input=data,
+                                capture_output=True, pass_fds=fds,
+                                env=_environment())
+    except OSError as e:
+        raise GpgMissing(reason='%s: %s' % (GPG, e.strerror))
+    finally:
+        for fd in fds:
+            os.close(fd)
+    if result.returncode != 0:
+        raise errors.GpgError(
+            returncode=result.returncode,
+            stderr=result.stderr.decode('utf-8', 'replace').rstrip('\n'))
+    return result.stdout
+
+
+def _shown_home(gnupghome):
+    return gnupghome or os.environ.get('GNUPGHOME') or '~/.gnupg'
+
+
+# --- the user's keyring -----------------------------------------------------
+
+def export_public_key(keyid, gnupghome=None):
+    """The user's public key `keyid` (id, fingerprint or user id), binary."""
+    try:
+        blob = run(['--export', keyid], gnupghome=gnupghome)
+    except errors.GpgError:
+        blob = b''
+    if not blob:
+        raise PublicKeyNotFound(keyid=keyid, gnupghome=_shown_home(gnupghome))
+    return blob
+
+
+def has_secret_key(keyid, gnupghome=None):
+    try:
+        out = run(['--with-colons', '--list-secret-keys', keyid],
+                  gnupghome=gnupghome)
+    except errors.GpgError:
+        return False
+    return any(line.startswith(b'sec:') for line in out.splitlines())
+
+
+def require_secret_key(keyid, gnupghome=None):
+    if not has_secret_key(keyid, gnupghome):
+        raise NoSecretKey(keyid=keyid, gnupghome=_shown_home(gnupghome))
+
+
+def decrypt(data, gnupghome=None):
+    """Decrypt public-key encrypted data with the user's secret key."""
+    return run(['--no-textmode', '-d'], data, gnupghome=gnupghome)
+
+
+def user_ids(keyid, gnupghome=None):
+    """User ids of a key in the user's keyring (for --key-details)."""
+    try:
+        out = run(['--with-colons', '--list-keys', keyid], gnupghome=gnupghome)
+    except errors.GpgError:
+        return []
+    return _colon_uids(out)
+
+
+# --- keyring blobs (userkeys) -------------------------------------------------
+
+class TemporaryHome:
+    """A throwaway GNUPGHOME with a short /tmp path, optionally holding a
+    keyring; removed (and its agent stopped) on exit."""
+
+    def __init__(self, keyring=b''):
+        self.keyring = keyring
+        self.path = None
+
+    def __enter__(self):
+        self.path = tempfile.mkdtemp(prefix='obg', dir='/tmp')
+        os.chmod(self.path, 0o700)
+        if self.keyring:
+            run(['--import'], self.keyring, gnupghome=self.path)
+        return self
+
+    def __exit__(self, *exc):
+        if any(name.startswith('S.') for name in os.listdir(self.path)):
+            subprocess.run(['gpgconf', '--homedir', self.path, '--kill',
+                            'gpg-agent'], capture_output=True)
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def run(self, args, data=b''):
+        return run(args, data, gnupghome=self.path)
+
+    def primary_keys(self):
+        """(key id, fingerprint) of every primary key, in keyring order."""
+        out = self.run(['--with-colons', '--fixed-list-mode', '--list-keys'])
+        return _colon_primaries(out)
+
+    def export_all(self):
+        return self.run(['--export']) if self.primary_keys() else b''
+
+
+def _colon_primaries(out):
+    found = []
+    keyid = None
+    for line in out.decode('utf-8', 'replace').splitlines():
+        fields = line.split(':')
+        if fields[0] == 'pub':
+            keyid = fields[4]
+        elif fields[0] == 'fpr' and keyid is not None:
+            found.append((keyid, fields[9]))
+            keyid = None
+    return found
+
+
+def _colon_uids(out):
+    return [line.split(':')[9]
+            for line in out.decode('utf-8', 'replace').splitlines()
+            if line.startswith('uid:')]
+
+
+def keyring_key_ids(keyring):
+    """Primary key ids (16 hex digits) in a keyring blob."""
+    if not keyring:
+        return []
+    with TemporaryHome(keyring) as home:
+        return [keyid for keyid, _ in home.primary_keys()]
+
+
+def keyring_user_ids(keyring, keyid):
+    with TemporaryHome(keyring) as home:
+        try:
+            out = home.run(['--with-colons', '--list-keys', keyid])
+        except errors.GpgError:
+            return []
+        return _colon_uids(out)
+
+
+def encrypt_to_keyring(data, keyring):
+    """Encrypt data to every primary key in the keyring blob (binary,
+    RFC 4880 packets, no armour, trust not consulted)."""
+    with TemporaryHome(keyring) as home:
+        recipients = []
+        for _, fingerprint in home.primary_keys():
+            recipients += ['-r', fingerprint]
+        if not recipients:
+            raise errors.GpgError(returncode=2,
+                                  stderr='no public keys to encrypt to')
+        return home.run(['--no-textmode', '--trust-model', 'always',
+                         '--no-encrypt-to', '--no-default-recipient',
+                         '-e'] + recipients, data)
+
+
+def keyring_add(keyring, key_blob):
+    """The keyring with the keys of key_blob added (or merged)."""
+    with TemporaryHome(keyring) as home:
+        home.run(['--import'], key_blob)
+        return home.export_all()
+
+
+def _matches(wanted, keyid, fingerprint):
+    wanted = wanted.upper()
+    if wanted.startswith('0X'):
+        wanted = wanted[2:]
+    return fingerprint.upper().endswith(wanted) and len(wanted) >= 8
+
+
+def keyring_remove(keyring, wanted):
+    """The keyring without key `wanted` (id or fingerprint); absent: same."""
+    with TemporaryHome(keyring) as home:
+        doomed = [fpr for keyid, fpr in home.primary_keys()
+                  if _matches(wanted, keyid, fpr)]
+        if not doomed:
+            return keyring
+        home.run(['--yes', '--delete-keys'] + doomed)
+        return home.export_all()

@@ -1,0 +1,88 @@
+import pytest
+
+from obnamlib import errors, gpg, openpgp_packets
+from tests.gpg_fixture import (REFERENCE_KEY, REFERENCE_SECOND_KEY,  # noqa
+                               empty_gpg_home, gpg_home, reference_gpg_home)
+
+
+def packet_tags(data):
+    return [tag for tag, _ in openpgp_packets.iter_packets(data)]
+
+
+def test_export_public_key_by_fingerprint_and_user_id(gpg_home):
+    fpr = gpg_home.keys['Alice']
+    blob = gpg.export_public_key(fpr, gnupghome=gpg_home.path)
+    assert packet_tags(blob)[0] == 6
+    assert gpg.keyring_key_ids(blob) == [fpr[-16:]]
+    by_uid = gpg.export_public_key('alice@example.com', gpg_home.path)
+    assert gpg.keyring_key_ids(by_uid) == [fpr[-16:]]
+
+
+def test_export_unknown_key_is_one_line_error(gpg_home):
+    with pytest.raises(gpg.PublicKeyNotFound) as info:
+        gpg.export_public_key('DEADBEEFDEADBEEF', gnupghome=gpg_home.path)
+    assert info.value.code == 'R0C79EX'
+    assert len(str(info.value).splitlines()) == 1
+    assert 'DEADBEEFDEADBEEF' in str(info.value)
+
+
+def test_default_gnupghome_from_environment(gpg_home, monkeypatch):
+    monkeypatch.setenv('GNUPGHOME', gpg_home.path)
+    assert gpg.has_secret_key(gpg_home.keys['Bob'])
+
+
+def test_encrypt_to_keyring_and_decrypt(gpg_home):
+    keyring = gpg.keyring_add(
+        gpg.export_public_key(gpg_home.keys['Alice'], gpg_home.path),
+        gpg.export_public_key(gpg_home.keys['Bob'], gpg_home.path))
+    assert sorted(gpg.keyring_key_ids(keyring)) == sorted(
+        fpr[-16:] for fpr in gpg_home.keys.values())
+    encrypted = gpg.encrypt_to_keyring(b'ab' * 32, keyring)
+    tags = packet_tags(encrypted)
+    assert tags == [1, 1, 18]           # one PKESK per key, SEIPD with MDC
+    assert 20 not in tags
+    assert not encrypted.startswith(b'-----BEGIN')
+    assert gpg.decrypt(encrypted, gnupghome=gpg_home.path) == b'ab' * 32
+
+
+def test_decrypt_without_secret_key_carries_gpg_stderr(gpg_home,
+                                                       empty_gpg_home):
+    keyring = gpg.export_public_key(gpg_home.keys['Alice'], gpg_home.path)
+    encrypted = gpg.encrypt_to_keyring(b'x', keyring)
+    with pytest.raises(errors.GpgError) as info:
+        gpg.decrypt(encrypted, gnupghome=empty_gpg_home.path)
+    assert info.value.code == 'R0C79EX'
+    assert 'No secret key' in str(info.value)
+
+
+def test_secret_key_checks(gpg_home, empty_gpg_home):
+    assert gpg.has_secret_key(gpg_home.keys['Alice'], gpg_home.path)
+    assert not gpg.has_secret_key(gpg_home.keys['Alice'], empty_gpg_home.path)
+    with pytest.raises(gpg.NoSecretKey) as info:
+        gpg.require_secret_key('ABCDEF01', empty_gpg_home.path)
+    assert str(info.value).startswith('R0C79EX: gpg failed: No secret key')
+
+
+def test_keyring_remove(gpg_home):
+    alice = gpg.export_public_key(gpg_home.keys['Alice'], gpg_home.path)
+    bob = gpg.export_public_key(gpg_home.keys['Bob'], gpg_home.path)
+    both = gpg.keyring_add(alice, bob)
+    only_alice = gpg.keyring_remove(both, gpg_home.keys['Bob'][-16:])
+    assert gpg.keyring_key_ids(only_alice) == [gpg_home.keys['Alice'][-16:]]
+    assert gpg.keyring_remove(only_alice, 'DEADBEEFDEADBEEF') == only_alice
+    assert gpg.keyring_remove(only_alice, gpg_home.keys['Alice']) == b''
+
+
+def test_reference_keyring(reference_gpg_home):
+    blob = gpg.export_public_key(REFERENCE_KEY, reference_gpg_home.path)
+    assert gpg.keyring_key_ids(blob) == [REFERENCE_KEY]
+    uids = gpg.keyring_user_ids(blob, REFERENCE_KEY)
+    assert uids and 'Test Key' in uids[0]
+    assert gpg.has_secret_key(REFERENCE_SECOND_KEY, reference_gpg_home.path)
+
+
+def test_gpg_missing_is_one_line_error(monkeypatch):
+    monkeypatch.setattr(gpg, 'GPG', '/nonexistent/gpg')
+    with pytest.raises(gpg.GpgMissing) as info:
+        gpg.decrypt(b'x')
+    assert len(str(info.value).splitlines()) == 1
