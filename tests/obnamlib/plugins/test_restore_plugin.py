@@ -1,0 +1,150 @@
+"""`obnam restore` as people run it: settings, errors, output, exit codes."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.obnamlib import restore_helpers as rh
+
+OBNAM = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))))), 'bin', 'obnam')
+SUMMARY = re.compile(
+    r'^Restored (\d+) files, downloaded \d+\.0 (B|KiB|MiB) in (\d+s)? at '
+    r'\d+\.\d (B|KiB|MiB|GiB)/s average speed\n$')
+
+
+def obnam(tmp_path, *args):
+    argv = [sys.executable, OBNAM, '--no-default-configs',
+            '--client-name', rh.CLIENT, '--repository', str(tmp_path / 'repo'),
+            '--log', str(tmp_path / 'obnam.log'), '--log-level=debug']
+    argv += [str(a) for a in args]
+    return subprocess.run(argv, capture_output=True, text=True,
+                          env=dict(os.environ, LC_ALL='C.UTF-8'))
+
+
+@pytest.fixture
+def backed_up(tmp_path):
+    """A repository with two generations of a small tree; (live, gens)."""
+    live = tmp_path / 'live'
+    (live / 'dir').mkdir(parents=True)
+    (live / 'dir' / 'f').write_bytes(b'first')
+    (live / 'g').write_bytes(b'gee')
+    repo = rh.new_repository(tmp_path / 'repo')
+    first = rh.store_tree(repo, str(live))
+    (live / 'dir' / 'f').write_bytes(b'second version')
+    second = rh.store_tree(repo, str(live))
+    return live, repo, [first, second]
+
+
+def restored(target, live, *names):
+    return target / str(live).lstrip('/') / os.path.join(*names)
+
+
+def test_restore_latest_by_default(tmp_path, backed_up):
+    live, _, _ = backed_up
+    result = obnam(tmp_path, 'restore', '--to', tmp_path / 'x')
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ''
+    match = SUMMARY.match(result.stdout)
+    assert match, result.stdout
+    ancestors = len(str(live).strip('/').split('/'))
+    assert int(match.group(1)) == 1 + ancestors + 3
+    assert restored(tmp_path / 'x', live, 'dir', 'f').read_bytes() == \
+        b'second version'
+    log = (tmp_path / 'obnam.log').read_text()
+    assert re.search(r' INFO Restore performance statistics:\n', log)
+    assert re.search(r' INFO \* files restored: %s\n' % match.group(1), log)
+    assert re.search(r' INFO \* downloaded data: \d+ bytes \(\d+\.0 \w+\)\n', log)
+    assert re.search(r' INFO \* duration: [0-9.e-]+ s \(\w*\)\n', log)
+    assert re.search(r' INFO \* average speed: \d+\.\d \S+\n', log)
+
+
+def test_restore_chosen_generation_and_file(tmp_path, backed_up):
+    live, repo, gens = backed_up
+    result = obnam(tmp_path, 'restore', '--to', tmp_path / 'x',
+                   '--generation', repo.make_generation_spec(gens[0]),
+                   str(live / 'dir') + '/')
+    assert result.returncode == 0, result.stderr
+    assert restored(tmp_path / 'x', live, 'dir', 'f').read_bytes() == b'first'
+    assert not restored(tmp_path / 'x', live, 'g').exists()
+
+
+def test_quiet_suppresses_summary(tmp_path, backed_up):
+    result = obnam(tmp_path, '--quiet', 'restore', '--to', tmp_path / 'x')
+    assert (result.returncode, result.stdout, result.stderr) == (0, '', '')
+
+
+def test_pretend_creates_nothing_but_summarises(tmp_path, backed_up):
+    result = obnam(tmp_path, 'restore', '--pretend', '--to', tmp_path / 'x')
+    assert result.returncode == 0, result.stderr
+    assert SUMMARY.match(result.stdout), result.stdout
+    assert not (tmp_path / 'x').exists()
+
+
+def test_missing_to(tmp_path, backed_up):
+    result = obnam(tmp_path, 'restore')
+    assert result.returncode == 1
+    assert result.stderr == (
+        'ERROR: R7A971X: The restore command wants a target set with --to\n')
+
+
+def test_two_generations(tmp_path, backed_up):
+    result = obnam(tmp_path, 'restore', '--to', tmp_path / 'x',
+                   '--generation=latest', '--generation=latest')
+    assert result.returncode == 1
+    assert result.stderr == ('ERROR: R2FA37X: The restore command wants '
+                             'exactly one generation option\n')
+    assert not (tmp_path / 'x').exists()
+
+
+def test_target_not_empty(tmp_path, backed_up):
+    (tmp_path / 'x').mkdir()
+    (tmp_path / 'x' / '.dot').write_bytes(b'')
+    result = obnam(tmp_path, 'restore', '--to', tmp_path / 'x')
+    assert result.returncode == 1
+    assert result.stderr == ('ERROR: R3E1C1X: The restore --to directory '
+                             '(%s) is not empty.\n' % (tmp_path / 'x'))
+    assert os.listdir(tmp_path / 'x') == ['.dot']
+
+
+def test_file_not_in_generation(tmp_path, backed_up):
+    _, repo, gens = backed_up
+    result = obnam(tmp_path, 'restore', '--to', tmp_path / 'x', '/not/here')
+    assert result.returncode == 1
+    assert result.stderr == (
+        'ERROR: R3E151X: Client %s, generation %s does not have file '
+        '/not/here\n' % (rh.CLIENT, repo.make_generation_spec(gens[1])))
+
+
+def test_unknown_generation(tmp_path, backed_up):
+    result = obnam(tmp_path, 'restore', '--to', tmp_path / 'x',
+                   '--generation', '999')
+    assert result.returncode == 1
+    assert result.stderr.startswith('ERROR: R0B15DX: ')
+
+
+def test_unknown_url_scheme_for_target(tmp_path, backed_up):
+    result = obnam(tmp_path, 'restore', '--to', 'ftp://host/x')
+    assert result.returncode == 1
+    assert result.stderr == 'ERROR: R826A1X: Unknown VFS type: ftp://host/x\n'
+
+
+def test_missing_chunk_fails_at_the_end(tmp_path, backed_up):
+    live, repo, gens = backed_up
+    for dirpath, _, names in os.walk(tmp_path / 'repo' / 'chunks'):
+        for name in names:
+            if name != 'lock':
+                os.remove(os.path.join(dirpath, name))
+    result = obnam(tmp_path, 'restore', '--to', tmp_path / 'x')
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert lines[-3:] == ['ERROR: RD6259X: There were errors when restoring',
+                          '', 'See previous error messages for details.']
+    failed = sorted(line.split(': R43272X: ')[0] for line in lines[:-3])
+    assert failed == ['Failed to restore %s' % (live / 'dir' / 'f'),
+                      'Failed to restore %s' % (live / 'g')]
+    assert SUMMARY.match(result.stdout), result.stdout
+    assert restored(tmp_path / 'x', live, 'dir').is_dir()
