@@ -1,6 +1,16 @@
-"""force-lock: remove every lock file in the repository (§5.12)."""
+"""force-lock: remove every lock file in the repository (cli.md §5.12).
 
-from obnamlib import plugin
+Lock files carry no owner, so a crashed run leaves them behind; this breaks
+all of them (client list, every client, chunk indexes), whoever holds
+them, whatever --client-name says.
+"""
+
+from obnamlib import errors, plugin, repo_factory
+
+
+class RepositoryAccessError(errors.ObnamError):
+    code = 'RBF6DDX'
+    msg = 'Repository does not exist or cannot be accessed: {error}'
 
 
 class ForceLockPlugin(plugin.ObnamPlugin):
@@ -10,4 +20,19 @@ class ForceLockPlugin(plugin.ObnamPlugin):
 
     def force_lock(self, args):
         """Force a locked repository to be open"""
-        self.not_implemented('force-lock')
+        repo = _open(self.app.settings)
+        try:
+            repo.force_locks()
+        finally:
+            repo.close()
+
+
+def _open(settings):
+    """The repository, or RBF6DDX if its directory cannot be reached."""
+    try:
+        return repo_factory.open_repository(settings)
+    except (errors.ObnamSystemError, errors.ObnamIOError) as e:
+        raise RepositoryAccessError(error='%s: %s' % (
+            e.kwargs.get('filename'), e.kwargs.get('strerror')))
+    except OSError as e:
+        raise RepositoryAccessError(error=str(e))

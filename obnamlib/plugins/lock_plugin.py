@@ -1,6 +1,12 @@
-"""_lock: take repository locks and keep them (a test aid, §5.18)."""
+"""_lock: take repository locks and keep them (a test aid, cli.md §5.18).
 
-from obnamlib import plugin
+Takes the client-list lock, this client's lock if it is in the client
+list, and the chunk-index locks, then exits without releasing them: the
+state a crashed backup leaves behind, for testing lock handling and
+force-lock.
+"""
+
+from obnamlib import plugin, repo_factory
 
 
 class LockPlugin(plugin.ObnamPlugin):
@@ -10,4 +16,10 @@ class LockPlugin(plugin.ObnamPlugin):
 
     def lock(self, args):
         """Add locks to the repository (for testing only)"""
-        self.not_implemented('_lock')
+        repo = repo_factory.open_repository(self.app.settings)
+        client_name = self.app.settings['client-name']
+        repo.lock_client_list()
+        if client_name in repo.get_client_names():
+            repo.lock_client(client_name)
+        repo.lock_chunk_indexes()
+        # Deliberately not closed: the locks must stay.

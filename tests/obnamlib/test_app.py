@@ -591,3 +591,68 @@ def test_plugins_are_loaded_once_as_package_modules():
     assert len(modules) == len(set(modules))
     assert all(p.app is app for p in plugins)
     assert 'backup_plugin' not in sys.modules
+
+
+# --- _lock and force-lock -----------------------------------------------------
+
+def make_repository(path, clients):
+    from obnamlib import repo_factory
+    repo = repo_factory.open_repository(url=str(path), create=True)
+    repo.lock_client_list()
+    for name in clients:
+        repo.add_client(name)
+    repo.commit_client_list()
+    repo.close()
+
+
+def lock_files(root):
+    return sorted(os.path.relpath(os.path.join(d, n), root)
+                  for d, _, names in os.walk(root) for n in names
+                  if n == 'lock')
+
+
+def test_lock_then_force_lock(home, tmp_path):
+    repo = tmp_path / 'repo'
+    make_repository(repo, ['alice', 'bob'])
+    base = ['-r', str(repo), '--lock-timeout', '0']
+    assert run(base + ['--client-name', 'alice', '_lock'], home) == \
+        (0, b'', b'')
+    locks = lock_files(repo)
+    assert len(locks) == 5
+    assert {'lock', 'chunklist/lock', 'chunks/lock', 'chunksums/lock'} < \
+        set(locks)
+    code, out, err = run(base + ['--client-name', 'bob', '_lock'], home)
+    assert (code, out) == (1, b'')
+    assert err == b"ERROR: R681AEX: Couldn't create lock %s/lock: timeout\n" \
+        % str(repo).encode()
+    assert run(base + ['--client-name', 'someone-else', 'force-lock'],
+               home) == (0, b'', b'')
+    assert lock_files(repo) == []
+
+
+def test_lock_for_client_not_in_list(home, tmp_path):
+    repo = tmp_path / 'repo'
+    make_repository(repo, ['alice'])
+    assert run(['-r', str(repo), '--client-name', 'zed', '_lock'], home) == \
+        (0, b'', b'')
+    assert lock_files(repo) == ['chunklist/lock', 'chunks/lock',
+                                'chunksums/lock', 'lock']
+
+
+def test_force_lock_on_missing_repository(home, tmp_path):
+    missing = tmp_path / 'nope'
+    assert run(['-r', str(missing), 'force-lock'], home) == (
+        1, b'', b'ERROR: RBF6DDX: Repository does not exist or cannot be '
+        b'accessed: %s: No such file or directory\n' % str(missing).encode())
+
+
+def test_force_lock_needs_repository(home):
+    code, out, err = run(['force-lock'], home)
+    assert (code, out) == (1, b'')
+    assert err.startswith(b'ERROR: R01F56X: No --repository setting.')
+
+
+def test_force_lock_on_a_directory_that_is_not_a_repository(home, tmp_path):
+    assert run(['-r', str(tmp_path), 'force-lock'], home) == (
+        1, b'', b'ERROR: RA920EX: %s does not seem to be an Obnam '
+        b'repository\n' % str(tmp_path).encode())
