@@ -12,16 +12,14 @@ The engine never prints: it reports through a BackupProgress.
 """
 
 import errno
-import grp
 import hashlib
 import logging
 import os
-import pwd
 import stat as stat_module
-import struct
 
 import obnamlib.chunker
 import obnamlib.errors
+import obnamlib.live_metadata
 import obnamlib.metadata
 import obnamlib.repo_interface as ri
 import obnamlib.walker as walker
@@ -145,7 +143,7 @@ class BackupEngine:
         self.last_checkpoint_at = 0
         self.dir_state = {}           # path -> old Metadata or None
         self.hard_links = {}          # (dev, ino) -> (mtime, size), result
-        self.metadata_reader = LiveMetadataReader(fs)
+        self.metadata_reader = obnamlib.live_metadata.MetadataReader(fs)
         self.io_base = self._io_counters()
         self.find_by_md5 = True
         self.zero_digest = hashlib.md5(
@@ -352,7 +350,7 @@ class BackupEngine:
         return self.metadata_reader.read(path, st)
 
     def _metadata_from_stat(self, path, st):
-        return self.metadata_reader.from_stat(st)
+        return obnamlib.live_metadata.metadata_from_stat(st)
 
     # --- file content ------------------------------------------------------
 
@@ -590,93 +588,6 @@ class BackupEngine:
         if is_reg:
             self.progress.uploaded(st.st_size)
         self.progress.backed_up(path)
-
-
-class LiveMetadataReader:
-    """Metadata (format-6.md §7.5) of live objects, from their lstat.
-
-    Users and groups are looked up once per id.  The md5 field is left
-    for the engine, which computes it while reading the content.
-    """
-
-    def __init__(self, fs):
-        self.fs = fs
-        self.users = {}
-        self.groups = {}
-        self.listxattr = getattr(fs, 'llistxattr', None)
-        self.getxattr = getattr(fs, 'lgetxattr', None)
-
-    def read(self, path, st):
-        md = self.from_stat(st)
-        md.username = self._username(st.st_uid)
-        md.groupname = self._groupname(st.st_gid)
-        if stat_module.S_ISLNK(st.st_mode):
-            md.target = self.fs.readlink(path)
-        md.xattr = self._xattr_blob(path)
-        return md
-
-    def from_stat(self, st):
-        return obnamlib.metadata.Metadata(
-            st_mode=st.st_mode,
-            st_mtime_sec=st.st_mtime_ns // 1000000000,
-            st_mtime_nsec=st.st_mtime_ns % 1000000000,
-            st_atime_sec=st.st_atime_ns // 1000000000,
-            st_atime_nsec=st.st_atime_ns % 1000000000,
-            st_nlink=st.st_nlink, st_size=st.st_size,
-            st_uid=st.st_uid, st_gid=st.st_gid,
-            st_dev=st.st_dev, st_ino=st.st_ino, st_blocks=st.st_blocks,
-            target=b'')
-
-    def _username(self, uid):
-        name = self.users.get(uid, False)
-        if name is False:
-            try:
-                name = os.fsencode(pwd.getpwuid(uid).pw_name)
-            except KeyError:
-                name = None
-            self.users[uid] = name
-        return name
-
-    def _groupname(self, gid):
-        name = self.groups.get(gid, False)
-        if name is False:
-            try:
-                name = os.fsencode(grp.getgrgid(gid).gr_name)
-            except KeyError:
-                name = None
-            self.groups[gid] = name
-        return name
-
-    def _xattr_blob(self, path):
-        try:
-            if self.listxattr is not None:
-                names = self.listxattr(path)
-            else:
-                names = [os.fsencode(n) for n in
-                         os.listxattr(path, follow_symlinks=False)]
-        except OSError as e:
-            if e.errno in (errno.ENOTSUP, errno.ENOENT):
-                return None
-            raise
-        if not names:
-            return None
-        names = sorted(n if isinstance(n, bytes) else os.fsencode(n)
-                       for n in names)
-        values = []
-        for name in names:
-            if self.getxattr is not None:
-                values.append(self.getxattr(path, name))
-            else:
-                values.append(os.getxattr(path, name, follow_symlinks=False))
-        return encode_xattrs(names, values)
-
-
-def encode_xattrs(names, values):
-    """The xattr blob of format-6.md §7.5."""
-    name_block = b''.join(name + b'\0' for name in names)
-    lengths = b''.join(struct.pack('!Q', len(v)) for v in values)
-    return (struct.pack('!Q', len(name_block)) + name_block + lengths +
-            b''.join(values))
 
 
 def _as_obnam_error(error, path, io=False):

@@ -12,8 +12,8 @@ import os
 import random
 import stat as stat_module
 
-import obnamlib.backup_engine
 import obnamlib.errors
+import obnamlib.live_metadata
 
 
 class VerifyFailure(obnamlib.errors.ObnamError):
@@ -41,7 +41,7 @@ class Verifier:
         self.gen = gen_id
         self.on_failure = on_failure
         self.on_file = on_file or (lambda path, size: None)
-        self.reader = obnamlib.backup_engine.LiveMetadataReader(fs)
+        self.reader = obnamlib.live_metadata.MetadataReader(fs)
         self.failures = 0
         self.checked = 0
 
