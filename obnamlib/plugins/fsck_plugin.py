@@ -1,6 +1,14 @@
-"""fsck: check the repository's consistency (§5.11, §10)."""
+"""fsck: check the repository's consistency (§5.11, §10).
 
-from obnamlib import plugin
+The checking is done by obnamlib.fsck_engine; here we read the settings,
+open the repository (fsck takes every lock itself, before it opens any
+B-tree for writing), print each problem on stderr as it is found, and a
+summary at the end.  Exit 1 when a problem remains unfixed.
+"""
+
+import logging
+
+from obnamlib import errors, fsck_engine, plugin
 
 GROUP = 'Integrity checking (fsck)'
 
@@ -27,10 +35,50 @@ class FsckPlugin(plugin.ObnamPlugin):
             s.boolean([name], help_text, group=GROUP)
         s.string_list(['fsck-ignore-client'], 'do not check the client '
                       'NAME', metavar='NAME', group=GROUP)
-        self.app.accept_unimplemented('fsck-ignore-client',
-                                      *[name for name, _ in BOOLEANS])
         self.app.add_subcommand('fsck', self.fsck)
 
     def fsck(self, args):
         """Verify internal consistency of backup repository"""
-        self.not_implemented('fsck')
+        options = fsck_engine.FsckOptions.from_settings(self.app.settings)
+        progress = self.app.ui.progress()
+        reporter = UiReporter(self.app.ui, progress)
+        with self.app.open_repository() as repo:
+            fsck = fsck_engine.Fsck(repo, options, reporter)
+            fsck.run()
+        progress.finish()
+        stats = fsck.stats
+        unfixed = stats.problems - stats.fixed
+        summary = summary_line(stats)
+        logging.info(summary)
+        self.app.ui.output.write(summary + '\n')
+        if unfixed:
+            raise FsckFoundProblems(count=unfixed)
+
+
+class FsckFoundProblems(errors.ObnamError):
+    """fsck reports every problem as it goes; this sets the exit code."""
+    code = errors.legacy_code('FsckFoundProblems', 'fsck_plugin')
+    msg = 'fsck found {count} problem(s) that remain'
+
+
+def summary_line(stats):
+    found = ('no problems' if not stats.problems else
+             '%d problem(s), %d fixed' % (stats.problems, stats.fixed))
+    return ('fsck checked %d client(s), %d generation(s), %d file(s), '
+            '%d chunk(s): %s' % (stats.clients, stats.generations,
+                                 stats.files, stats.chunks, found))
+
+
+class UiReporter:
+
+    def __init__(self, ui, progress):
+        self.ui = ui
+        self.progress = progress
+
+    def problem(self, text):
+        logging.error('fsck: %s', text)
+        self.progress.clear()
+        self.ui.error(text)
+
+    def checking(self, text):
+        self.progress.status('Checking %s' % text)

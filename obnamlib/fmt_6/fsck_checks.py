@@ -1,0 +1,300 @@
+"""Storage-level checks of a format-6 repository, for fsck.
+
+What the Repository API cannot see: the format marker, the encryption key
+files, the larch forests themselves (nodes, refcounts, journal), and
+whether the chunk indexes agree with the chunk files and with what the
+clients' generations use.  The walk over generations and files is
+format-neutral and lives in obnamlib.fsck_engine, which hands back the
+chunks each client uses so that the index checks can run last.
+"""
+
+import re
+
+import larch
+import larch.fsck
+
+from obnamlib import errors
+from obnamlib.fmt_6 import keys
+from obnamlib.fmt_6.chunk_indexes import CHUNKLIST, CHUNKSUMS
+from obnamlib.fmt_6.chunk_indexes import TOPLEVELS as CHUNK_DIRS
+from obnamlib.fmt_6.client_forest import ClientForest
+
+CLIENTLIST = 'clientlist'
+SHARED_FORESTS = ((CLIENTLIST, keys.CLIENTLIST_KEY_SIZE),
+                  (CHUNKLIST, keys.CHUNKLIST_KEY_SIZE),
+                  (CHUNKSUMS, keys.CHUNKSUMS_KEY_SIZE))
+_TREES = re.compile(r'\(trees ([0-9,]+|none)\)')
+
+
+class Fmt6Checker:
+    """Checks one open RepositoryFormat6 (see the module docstring)."""
+
+    def __init__(self, repo, fix=False):
+        self.repo = repo
+        self.fix = fix
+        self.locked = []
+
+    # --- locks ------------------------------------------------------------
+
+    def lock(self):
+        """Take every lock file without opening forests for writing: that
+        would finish or roll back an interrupted commit before we saw it."""
+        dirs = ['.'] + list(CHUNK_DIRS) + [str(cid) for cid in
+                                           self._client_ids().values()]
+        self.repo.locks.lock(dirs)
+        self.locked = dirs
+
+    def unlock(self):
+        if self.locked:
+            self.repo.locks.unlock(self.locked)
+            self.locked = []
+
+    # --- checks before the generation walk --------------------------------
+
+    def check_format(self):
+        try:
+            text = self.repo.fs.read_raw('metadata/format')
+        except FileNotFoundError:
+            return ['metadata/format is missing']
+        first = text.split(b'\n', 1)[0].strip()
+        if first != b'6':
+            return ['metadata/format says %r, not 6' % first.decode(
+                'ascii', 'replace')]
+        return []
+
+    def check_keys(self):
+        """In an encrypted repository every toplevel has a key we can open."""
+        fs = self.repo.fs
+        key_store = getattr(fs, 'keys', None)
+        toplevels = [CLIENTLIST] + list(CHUNK_DIRS) + [
+            str(cid) for cid in self._client_ids().values()]
+        present = [t for t in toplevels if fs.exists(t + '/key')]
+        if not present:
+            return []
+        problems = []
+        for toplevel in toplevels:
+            if not fs.isdir(toplevel):
+                continue
+            for name in ('key', 'userkeys'):
+                if not fs.exists('%s/%s' % (toplevel, name)):
+                    problems.append('%s: encryption file %s is missing'
+                                    % (self._toplevel_name(toplevel), name))
+            if key_store is not None and fs.exists(toplevel + '/key'):
+                problems.extend(self._key_opens(key_store, toplevel))
+        return problems
+
+    def _key_opens(self, key_store, toplevel):
+        try:
+            key_store.symmetric_key(toplevel)
+        except errors.ObnamError as e:
+            return ['%s: cannot open its encryption key: %s'
+                    % (self._toplevel_name(toplevel), e.first_line())]
+        return []
+
+    def check_forests(self, shared=True, per_client=True,
+                      ignore_clients=()):
+        problems = []
+        if shared:
+            for dirname, key_size in SHARED_FORESTS:
+                problems.extend(self._check_forest(dirname, key_size))
+        if per_client:
+            for name, client_id in sorted(self._client_ids().items()):
+                if name in ignore_clients:
+                    continue
+                found = self._check_forest(str(client_id),
+                                           keys.CLIENT_KEY_SIZE)
+                problems.extend(self._name_generations(name, client_id,
+                                                       found))
+        return problems
+
+    def _check_forest(self, dirname, key_size):
+        if not self.repo.fs.isdir(dirname):
+            return []
+        return larch.fsck.check_forest(dirname, vfs=self.repo.fs,
+                                       key_size=key_size, fix=self.fix,
+                                       node_size=self.repo.node_size)
+
+    def _name_generations(self, client_name, client_id, problems):
+        """Say 'client C' and generation ids instead of directory and roots."""
+        if not problems:
+            return problems
+        roots = self._generation_of_roots(client_id)
+
+        def generations(match):
+            ids = [roots.get(r, 'root %s' % r)
+                   for r in match.group(1).split(',') if r != 'none']
+            return '(generations %s)' % (', '.join(map(str, ids)) or 'none')
+
+        prefix = 'forest %s' % client_id
+        named = 'client %s (forest %s)' % (client_name, client_id)
+        return [_TREES.sub(generations, p.replace(prefix, named, 1))
+                for p in problems]
+
+    def _generation_of_roots(self, client_id):
+        try:
+            forest = ClientForest(self.repo.fs, client_id, self.repo.node_size)
+            return {tree.root_id: forest._number(tree)
+                    for tree in forest.forest.trees}
+        except (larch.Error, errors.ObnamError):
+            return {}
+
+    # --- what the walk needs ------------------------------------------------
+
+    def expected_checksum(self, chunk_id):
+        """MD5 hex (bytes) the chunk indexes record for a chunk, or None."""
+        return self._chunklist().get(chunk_id)
+
+    def chunk_ids_on_disk(self):
+        if not hasattr(self, '_on_disk'):
+            self._on_disk = set(self.repo.chunks.ids())
+        return self._on_disk
+
+    # --- checks after the walk ------------------------------------------------
+
+    def check_chunk_indexes(self, used_by_client, remove_unused=False,
+                            report_unused=True):
+        """Indexes against chunk files and against the clients' use.
+
+        used_by_client: client name -> set of chunk ids its checked
+        generations use (None for a client that was not checked)."""
+        on_disk = self.chunk_ids_on_disk()
+        chunklist = self._chunklist()
+        sums = self._chunksums()
+        id_to_name = {cid: name for name, cid in self._client_ids().items()}
+        problems = []
+        for chunk_id in sorted(chunklist):
+            if chunk_id not in on_disk:
+                problems.append('chunklist: chunk %x has no chunk file'
+                                % chunk_id)
+        for checksum, chunk_id, client_id in sums:
+            problems.extend(self._chunksums_entry_problems(
+                checksum, chunk_id, client_id, on_disk, chunklist,
+                id_to_name))
+        problems.extend(self._use_problems(used_by_client, chunklist, sums))
+        if report_unused:
+            problems.extend(self._unused(used_by_client, on_disk,
+                                         remove_unused))
+        return problems
+
+    def _chunksums_entry_problems(self, checksum, chunk_id, client_id,
+                                  on_disk, chunklist, id_to_name):
+        where = 'chunksums: chunk %x' % chunk_id
+        if chunk_id not in on_disk:
+            yield '%s has no chunk file' % where
+        if client_id not in id_to_name:
+            yield '%s is recorded for client id %d, which is not in the ' \
+                  'client list' % (where, client_id)
+        listed = chunklist.get(chunk_id)
+        if listed is not None and listed != checksum:
+            yield '%s has checksum %s, but chunklist says %s' % (
+                where, checksum.decode('ascii', 'replace'),
+                listed.decode('ascii', 'replace'))
+
+    def _use_problems(self, used_by_client, chunklist, sums):
+        recorded = {(chunk_id, client_id) for _, chunk_id, client_id in sums}
+        ids = self._client_ids()
+        problems = []
+        missing = []
+        for name in sorted(used_by_client):
+            used = used_by_client[name]
+            if used is None or name not in ids:
+                continue
+            for chunk_id in sorted(used):
+                if chunk_id not in self.chunk_ids_on_disk():
+                    continue    # reported by the walk, with the file's path
+                if (chunk_id, ids[name]) not in recorded:
+                    problems.append(self._mark(
+                        'chunksums: client %s uses chunk %x, but has no '
+                        'entry for it' % (name, chunk_id)))
+                    missing.append((chunk_id, ids[name]))
+                elif chunk_id not in chunklist:
+                    problems.append(self._mark(
+                        'chunklist: chunk %x used by client %s has no entry'
+                        % (chunk_id, name)))
+                    missing.append((chunk_id, ids[name]))
+        if self.fix and missing:
+            self._add_index_entries(missing)
+        return problems
+
+    def _add_index_entries(self, missing):
+        indexes = self.repo.indexes
+        indexes.start_changes()
+        try:
+            for chunk_id, client_id in missing:
+                data = self.repo.chunks.get(chunk_id)
+                indexes.add(chunk_id, keys.content_checksum(data), client_id)
+            indexes.commit()
+        except BaseException:
+            indexes.discard()
+            raise
+        self._cache = {}
+
+    def _unused(self, used_by_client, on_disk, remove):
+        used = set()
+        for chunk_ids in used_by_client.values():
+            used |= chunk_ids or set()
+        unused = sorted(on_disk - used)
+        if remove and unused:
+            self._remove_chunks(unused)
+        suffix = '; deleting' if remove else ''
+        return ['chunk %x not used by anyone%s' % (chunk_id, suffix)
+                for chunk_id in unused]
+
+    def _remove_chunks(self, chunk_ids):
+        """Index entries first, then the files (format-6.md §10.2)."""
+        doomed = set(chunk_ids)
+        indexes = self.repo.indexes
+        indexes.start_changes()
+        try:
+            for checksum, chunk_id, client_id in self._chunksums():
+                if chunk_id in doomed:
+                    indexes.remove_use(chunk_id, checksum, client_id)
+            for chunk_id in doomed:
+                key = keys.chunklist_key(chunk_id)
+                try:
+                    indexes.list_tree.lookup(key)
+                except KeyError:
+                    continue
+                indexes.changed = True
+                indexes.list_tree.remove(key)
+            indexes.commit()
+        except BaseException:
+            indexes.discard()
+            raise
+        for chunk_id in doomed:
+            self.repo.chunks.remove(chunk_id)
+        self._on_disk = self.chunk_ids_on_disk() - doomed
+        self._cache = {}
+
+    # --- helpers --------------------------------------------------------------
+
+    def _mark(self, text):
+        return text + (' [fixed]' if self.fix else '')
+
+    def _client_ids(self):
+        try:
+            return self.repo.client_list.ids()
+        except (larch.Error, errors.ObnamError):
+            return {}
+
+    def _toplevel_name(self, toplevel):
+        for name, cid in self._client_ids().items():
+            if str(cid) == toplevel:
+                return 'client %s (%s)' % (name, toplevel)
+        return toplevel
+
+    def _cached(self, name, compute):
+        cache = self.__dict__.setdefault('_cache', {})
+        if name not in cache:
+            try:
+                cache[name] = compute()
+            except (larch.Error, errors.ObnamError):
+                cache[name] = None
+        return cache[name]
+
+    def _chunklist(self):
+        return self._cached('chunklist', lambda: dict(
+            self.repo.indexes.all_chunklist())) or {}
+
+    def _chunksums(self):
+        return self._cached('chunksums', self.repo.indexes.all_chunksums) or []

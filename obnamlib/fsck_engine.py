@@ -1,0 +1,346 @@
+"""fsck: find damage in a repository and say exactly what it affects.
+
+The storage checks (format marker, key files, B-tree forests, chunk
+indexes) are format-specific and come from a checker object; this module
+walks every client's generations through the Repository API: generation
+metadata, each file's metadata and directory listing, each chunk a file
+uses (it exists, its content matches the checksum the indexes record, the
+whole file matches its MD5).  Every problem is one line naming the client,
+generation and path it affects.
+
+Each chunk is read at most once per distinct chunk list: files whose chunk
+list was already verified (the same file in the next generation, a copy)
+are not read again.
+"""
+
+import dataclasses
+import hashlib
+import struct
+
+import larch
+
+from obnamlib import errors, repo_interface
+
+
+# What every generation must record (counts only when not a checkpoint).
+_GENERATION_FACTS = {
+    repo_interface.GEN_STARTED: 'generation start time',
+    repo_interface.GEN_ENDED: 'generation end time',
+    repo_interface.GEN_FILE_COUNT: 'file count',
+    repo_interface.GEN_TOTAL_DATA: 'total data',
+}
+
+
+@dataclasses.dataclass
+class FsckOptions:
+    fix: bool = False
+    rm_unused: bool = False
+    ignore_chunks: bool = False
+    ignore_clients: tuple = ()
+    last_generation_only: bool = False
+    skip_generations: bool = False
+    skip_dirs: bool = False
+    skip_files: bool = False
+    skip_per_client_b_trees: bool = False
+    skip_shared_b_trees: bool = False
+    skip_checksums: bool = False
+
+    @classmethod
+    def from_settings(cls, settings):
+        return cls(
+            fix=settings['fsck-fix'],
+            rm_unused=settings['fsck-rm-unused'] or settings['fsck-fix'],
+            ignore_chunks=settings['fsck-ignore-chunks'],
+            ignore_clients=tuple(settings['fsck-ignore-client'] or ()),
+            last_generation_only=settings['fsck-last-generation-only'],
+            skip_generations=settings['fsck-skip-generations'],
+            skip_dirs=settings['fsck-skip-dirs'],
+            skip_files=settings['fsck-skip-files'],
+            skip_per_client_b_trees=settings['fsck-skip-per-client-b-trees'],
+            skip_shared_b_trees=settings['fsck-skip-shared-b-trees'],
+            skip_checksums=settings['fsck-skip-checksums'])
+
+    def checks_everything(self):
+        """Only a full walk may call a chunk unused (Obnam's rule)."""
+        return not (self.ignore_chunks or self.skip_files or self.skip_dirs
+                    or self.skip_generations or self.last_generation_only
+                    or self.ignore_clients)
+
+
+@dataclasses.dataclass
+class FsckStats:
+    clients: int = 0
+    generations: int = 0
+    files: int = 0
+    chunks: int = 0
+    problems: int = 0
+    fixed: int = 0
+
+
+class SilentReporter:
+    """What fsck tells as it goes; the plugin passes one that prints."""
+
+    def problem(self, text):
+        pass
+
+    def checking(self, text):
+        pass
+
+
+def storage_checker_for(repo, fix):
+    """The format's own checker (the walk below is format-neutral)."""
+    if repo.format_name == '6':
+        from obnamlib.fmt_6.fsck_checks import Fmt6Checker
+        return Fmt6Checker(repo, fix=fix)
+    raise errors.UnknownRepositoryFormat(format=repo.format_name,
+                                         url=getattr(repo, 'location', ''))
+
+
+class Fsck:
+
+    def __init__(self, repo, options=None, reporter=None, checker=None):
+        self.repo = repo
+        self.options = options or FsckOptions()
+        self.reporter = reporter or SilentReporter()
+        self.checker = checker or storage_checker_for(repo, self.options.fix)
+        self.stats = FsckStats()
+        self.chunk_ok = {}          # chunk id -> True / problem text
+        self.verified_lists = set()  # digests of chunk lists already read
+        self.used = {}              # client name -> chunk ids its files use
+
+    def run(self):
+        """Check everything; returns the problem lines (also reported)."""
+        self.problems = []
+        self.walk_problems = 0      # problems that hide which chunks are used
+        self.checker.lock()
+        try:
+            self._storage_checks()
+            if not self.options.skip_generations:
+                for client_name in self._client_names():
+                    self._check_client(client_name)
+            complete = self.walk_problems == 0
+            if self.options.checks_everything() and not complete:
+                self._report('unused chunks were not looked for: the '
+                             'problems above hide which chunks are in use')
+            self._report_all(self.checker.check_chunk_indexes(
+                self.used, remove_unused=self.options.rm_unused and complete,
+                report_unused=self.options.checks_everything() and complete))
+        finally:
+            self.checker.unlock()
+        return self.problems
+
+    # --- reporting ----------------------------------------------------------
+
+    def _report(self, text):
+        self.problems.append(text)
+        self.stats.problems += 1
+        if text.endswith('[fixed]') or text.endswith('; deleting'):
+            self.stats.fixed += 1
+        self.reporter.problem(text)
+
+    def _walk_problem(self, text):
+        """A problem that hides part of a generation (and its chunks)."""
+        self.walk_problems += 1
+        self._report(text)
+
+    def _report_all(self, texts):
+        for text in texts:
+            self._report(text)
+
+    # --- storage --------------------------------------------------------------
+
+    def _storage_checks(self):
+        self.reporter.checking('repository format and keys')
+        self._report_all(self.checker.check_format())
+        self._report_all(self.checker.check_keys())
+        self.reporter.checking('B-trees')
+        self._report_all(self.checker.check_forests(
+            shared=not self.options.skip_shared_b_trees,
+            per_client=not self.options.skip_per_client_b_trees,
+            ignore_clients=self.options.ignore_clients))
+
+    def _client_names(self):
+        try:
+            names = self.repo.get_client_names()
+        except (errors.ObnamError, larch.Error) as e:
+            self._walk_problem('client list cannot be read: %s' % _text(e))
+            return []
+        return [n for n in names if n not in self.options.ignore_clients]
+
+    # --- generations --------------------------------------------------------
+
+    def _check_client(self, client_name):
+        self.stats.clients += 1
+        self.used[client_name] = set()
+        try:
+            gen_ids = self.repo.get_generation_ids(client_name)
+        except (errors.ObnamError, larch.Error) as e:
+            self.used[client_name] = None
+            self._walk_problem('client %s: generations cannot be listed: %s'
+                         % (client_name, _text(e)))
+            return
+        numbers = [self.repo.make_generation_spec(g) for g in gen_ids]
+        for number in sorted(set(n for n in numbers if numbers.count(n) > 1)):
+            self._report('%s: duplicate generation id %s'
+                          % (client_name, number))
+        if self.options.last_generation_only:
+            gen_ids = gen_ids[-1:]
+        for i, gen_id in enumerate(gen_ids):
+            self.reporter.checking('client %s generation %s (%d/%d)' % (
+                client_name, self.repo.make_generation_spec(gen_id), i + 1,
+                len(gen_ids)))
+            self._check_generation(client_name, gen_id)
+
+    def _check_generation(self, client_name, gen_id):
+        self.stats.generations += 1
+        where = '%s:%s' % (client_name, self.repo.make_generation_spec(gen_id))
+        try:
+            values = {key: self.repo.get_generation_key(gen_id, key)
+                      for key in list(_GENERATION_FACTS) + [
+                          repo_interface.GEN_IS_CHECKPOINT]}
+        except (errors.ObnamError, larch.Error) as e:
+            self._walk_problem('%s: generation metadata cannot be read: %s'
+                               % (where, _text(e)))
+            return
+        checkpoint = values[repo_interface.GEN_IS_CHECKPOINT]
+        for key, what in _GENERATION_FACTS.items():
+            counts = key in (repo_interface.GEN_FILE_COUNT,
+                             repo_interface.GEN_TOTAL_DATA)
+            if values[key] is None and not (checkpoint and counts):
+                self._report('%s: no %s' % (where, what))
+        if not self.options.skip_dirs:
+            self._walk(client_name, gen_id, where)
+
+    def _walk(self, client_name, gen_id, where):
+        """Depth-first from /, with an explicit stack (no depth limit)."""
+        stack = [b'/']
+        while stack:
+            path = stack.pop()
+            metadata = self._metadata(gen_id, path, where)
+            if metadata is None:
+                continue
+            self.stats.files += 1
+            if metadata.isdir():
+                children = self._children(gen_id, path, where)
+                stack.extend(_join(path, name) for name in reversed(children))
+            elif metadata.isreg() and not self.options.skip_files:
+                self._check_file(client_name, gen_id, path, metadata, where)
+
+    def _metadata(self, gen_id, path, where):
+        try:
+            return self.repo.get_metadata(gen_id, path)
+        except errors.RepositoryFileDoesNotExistInGeneration:
+            self._walk_problem('%s: %s: listed in its directory but has no '
+                         'entry' % (where, _show(path)))
+        except (errors.ObnamError, larch.Error, ValueError,
+                struct.error) as e:
+            self._walk_problem('%s: %s: metadata cannot be read: %s'
+                         % (where, _show(path), _text(e)))
+        return None
+
+    def _children(self, gen_id, path, where):
+        try:
+            return self.repo.get_file_children(gen_id, path)
+        except (errors.ObnamError, larch.Error) as e:
+            self._walk_problem('%s: %s: directory cannot be listed: %s'
+                         % (where, _show(path), _text(e)))
+            return []
+
+    # --- files and chunks -------------------------------------------------
+
+    def _check_file(self, client_name, gen_id, path, metadata, where):
+        shown = '%s: %s' % (where, _show(path))
+        try:
+            data = self.repo.get_file_data(gen_id, path)
+            chunk_ids = (self.repo.get_file_chunk_ids(gen_id, path)
+                         if data is None else [])
+        except (errors.ObnamError, larch.Error) as e:
+            self._walk_problem('%s: chunk list cannot be read: %s' % (shown, _text(e)))
+            return
+        self.used[client_name].update(chunk_ids)
+        if self.options.ignore_chunks:
+            return
+        if data is not None:
+            self._check_whole_file(shown, metadata, [data])
+            return
+        missing = [c for c in chunk_ids
+                   if c not in self.checker.chunk_ids_on_disk()]
+        for chunk_id in missing:
+            self._report('%s: chunk %x does not exist' % (shown, chunk_id))
+        if missing or self.options.skip_checksums:
+            return
+        digest = hashlib.md5(struct.pack('!%dQ' % len(chunk_ids), *chunk_ids)
+                             + (metadata.md5 or b'')).digest()
+        if digest in self.verified_lists:
+            return
+        pieces = self._chunk_contents(shown, chunk_ids)
+        if pieces is not None and self._check_whole_file(shown, metadata,
+                                                         pieces):
+            self.verified_lists.add(digest)
+
+    def _chunk_contents(self, shown, chunk_ids):
+        """Contents of the chunks in order, or None if one is damaged."""
+        pieces = []
+        for chunk_id in chunk_ids:
+            data, problem = self._read_chunk(chunk_id)
+            if problem is not None:
+                self._report('%s: %s' % (shown, problem))
+                return None
+            pieces.append(data)
+        return pieces
+
+    def _read_chunk(self, chunk_id):
+        known = self.chunk_ok.get(chunk_id)
+        if isinstance(known, str):
+            return None, known
+        try:
+            data = self.repo.get_chunk_content(chunk_id)
+        except errors.RepositoryChunkDoesNotExist:
+            return self._chunk_problem(chunk_id, 'chunk %x does not exist')
+        except (errors.ObnamError, ValueError, OSError) as e:
+            return self._chunk_problem(
+                chunk_id, 'chunk %x is corrupted: ' + _text(e).replace('%', '%%'))
+        if known is None:
+            self.stats.chunks += 1
+            expected = self.checker.expected_checksum(chunk_id)
+            actual = hashlib.md5(data).hexdigest().encode('ascii')
+            if expected is not None and expected != actual:
+                return self._chunk_problem(chunk_id, 'chunk %x is corrupted')
+            self.chunk_ok[chunk_id] = True
+        return data, None
+
+    def _chunk_problem(self, chunk_id, template):
+        text = template % chunk_id
+        self.chunk_ok[chunk_id] = text
+        return None, text
+
+    def _check_whole_file(self, shown, metadata, pieces):
+        size = sum(len(p) for p in pieces)
+        ok = True
+        if metadata.st_size is not None and size != metadata.st_size:
+            self._report('%s: content is %d bytes, metadata says %d'
+                         % (shown, size, metadata.st_size))
+            ok = False
+        if metadata.md5 is not None:
+            md5 = hashlib.md5()
+            for piece in pieces:
+                md5.update(piece)
+            if md5.digest() != metadata.md5:
+                self._report('%s: whole-file checksum mismatch' % shown)
+                ok = False
+        return ok
+
+
+def _join(dirname, basename):
+    return (dirname.rstrip(b'/') + b'/' + basename) if dirname != b'/' \
+        else b'/' + basename
+
+
+def _show(path):
+    return path.decode('utf-8', 'backslashreplace')
+
+
+def _text(error):
+    if isinstance(error, errors.ObnamError):
+        return error.first_line()
+    return str(error).splitlines()[0] if str(error) else type(error).__name__
