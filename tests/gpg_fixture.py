@@ -89,6 +89,12 @@ class GpgHome:
         return self.gpg('--list-packets', input=data, passphrase=passphrase,
                         check=False)
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.cleanup()
+
     def cleanup(self):
         subprocess.run(['gpgconf', '--homedir', self.path, '--kill',
                         'gpg-agent'], capture_output=True)

@@ -1,0 +1,215 @@
+"""The symmetric keys of an encrypted repository's toplevels (format-6.md
+§4, §10.1): the `keys` object RepositoryFS asks for passphrases.
+
+Each toplevel has `key` (its random key as hex text, encrypted to every
+public key in its keyring) and `userkeys` (that keyring, symmetrically
+encrypted with the key itself, no filter tag).  Keys are decrypted with the
+user's secret key on first use and cached for the process.
+
+Rules (a repository is all-encrypted or all-clear, cli.md §3.10):
+reading an encrypted repository needs only a secret key that decrypts
+`key`; writing into one needs --encrypt-with; --encrypt-with on an existing
+unencrypted repository is refused.  All checks happen before anything is
+written.
+"""
+
+import math
+import os
+import threading
+
+from obnamlib import errors, gpg, openpgp
+
+KEY = 'key'
+USERKEYS = 'userkeys'
+UNENCRYPTED_TOPLEVELS = ('metadata',)
+SHARED_TOPLEVELS = ('chunklist', 'chunks', 'chunksums', 'clientlist')
+
+
+class EncryptionKeyRequired(errors.ObnamError):
+    code = errors.legacy_code('EncryptionKeyRequired', 'obnamlib.toplevel_keys')
+    msg = ('Repository is encrypted: writing to it needs --encrypt-with '
+           '(toplevel {toplevel})')
+
+
+class RepositoryNotEncrypted(errors.ObnamError):
+    code = errors.legacy_code('RepositoryNotEncrypted',
+                              'obnamlib.toplevel_keys')
+    msg = ('--encrypt-with={keyid} given, but the repository is not '
+           'encrypted; encryption cannot be turned on for an existing '
+           'repository')
+
+
+class ToplevelNotEncrypted(errors.ObnamError):
+    code = errors.legacy_code('ToplevelNotEncrypted', 'obnamlib.toplevel_keys')
+    msg = 'Toplevel {toplevel} is not encrypted'
+
+
+def random_key_text(bits=256, weak_random=True):
+    """Random bytes as lowercase hex text: the toplevel passphrase (§4.1)."""
+    count = int(math.ceil(int(bits) / 8.0))
+    if weak_random:
+        raw = os.urandom(count)
+    else:
+        with open('/dev/random', 'rb') as f:
+            raw = f.read(count)
+    return raw.hex()
+
+
+def _from_settings(settings, name, default):
+    try:
+        value = settings[name]
+    except (KeyError, TypeError, IndexError, AttributeError):
+        return default
+    return default if value in (None, '') else value
+
+
+class ToplevelKeys:
+    """Passphrases per toplevel, created for new toplevels when encrypting.
+
+    base: the raw StorageFS of the repository root (key and userkeys are
+    never filtered).  The second argument may also be a settings object
+    (cliapp settings or a dict with Obnam's setting names)."""
+
+    def __init__(self, base, encrypt_with=None, gnupghome=None,
+                 symmetric_key_bits=256, weak_random=True, cipher=None):
+        if encrypt_with is not None and not isinstance(encrypt_with, str):
+            settings = encrypt_with
+            encrypt_with = _from_settings(settings, 'encrypt-with', None)
+            gnupghome = _from_settings(settings, 'gnupghome', gnupghome)
+            symmetric_key_bits = _from_settings(
+                settings, 'symmetric-key-bits', symmetric_key_bits)
+            weak_random = _from_settings(settings, 'weak-random', weak_random)
+        self.base = base
+        self.encrypt_with = encrypt_with or None
+        self.gnupghome = gnupghome or None
+        self.bits = int(symmetric_key_bits or 256)
+        self.weak_random = weak_random
+        self.cipher = cipher or openpgp.SymmetricCipher()
+        self.cache = {}
+        self.lock = threading.Lock()
+        self._check()
+
+    # --- checks before anything is written -------------------------------
+
+    def _check(self):
+        if self.encrypt_with is None:
+            return
+        gpg.require_secret_key(self.encrypt_with, self.gnupghome)
+        if self._repository_is_clear():
+            raise RepositoryNotEncrypted(keyid=self.encrypt_with)
+
+    def repository_is_encrypted(self):
+        return self.base.exists('clientlist/' + KEY)
+
+    def _repository_is_clear(self):
+        """An existing repository with data but no clientlist key."""
+        if self.repository_is_encrypted():
+            return False
+        return any(not self._is_new(toplevel)
+                   for toplevel in self._existing_toplevels())
+
+    def _existing_toplevels(self):
+        try:
+            names = self.base.listdir('.')
+        except FileNotFoundError:
+            return []
+        return [name for name in names
+                if name not in UNENCRYPTED_TOPLEVELS and
+                self.base.isdir(name)]
+
+    def _is_new(self, toplevel):
+        """No such directory, or nothing in it but a lock (§10.1), a
+        `userkeys` or temporary files left by a crash while creating keys."""
+        try:
+            names = self.base.listdir(toplevel)
+        except FileNotFoundError:
+            return True
+        return all(name in ('lock', USERKEYS) or name.startswith(('tmp', '.tmp'))
+                   for name in names)
+
+    # --- the keys protocol of RepositoryFS -----------------------------------
+
+    def is_encrypted(self, toplevel):
+        return self.base.exists(self._path(toplevel, KEY))
+
+    def symmetric_key(self, toplevel):
+        """The toplevel's passphrase text, or None if it has no key."""
+        if toplevel in UNENCRYPTED_TOPLEVELS:
+            return None
+        with self.lock:
+            if toplevel not in self.cache:
+                self.cache[toplevel] = self._read_key(toplevel)
+            return self.cache[toplevel]
+
+    def _read_key(self, toplevel):
+        try:
+            encrypted = self.base.read_file(self._path(toplevel, KEY))
+        except FileNotFoundError:
+            return None
+        text = gpg.decrypt(encrypted, self.gnupghome)
+        return text.decode('ascii').strip()
+
+    def prepare_toplevel(self, toplevel):
+        """Create key and userkeys of a new toplevel before its first
+        filtered file (§10.1); refuse to write unencrypted data into an
+        encrypted repository."""
+        if toplevel in UNENCRYPTED_TOPLEVELS:
+            return
+        if self.encrypt_with is None:
+            if self.repository_is_encrypted():
+                raise EncryptionKeyRequired(toplevel=toplevel)
+            return
+        if self.is_encrypted(toplevel):
+            return
+        if not self._is_new(toplevel):
+            raise RepositoryNotEncrypted(keyid=self.encrypt_with)
+        self._create_keys(toplevel)
+
+    def _create_keys(self, toplevel):
+        keyring = gpg.export_public_key(self.encrypt_with, self.gnupghome)
+        text = random_key_text(self.bits, self.weak_random)
+        self._write_keys(toplevel, text, keyring)
+        with self.lock:
+            self.cache[toplevel] = text
+
+    def _write_keys(self, toplevel, text, keyring):
+        encrypted_key = gpg.encrypt_to_keyring(text.encode('ascii'), keyring)
+        userkeys = self.cipher.encrypt(keyring, text)
+        self.base.makedirs(toplevel)
+        self.base.write_file(self._path(toplevel, USERKEYS), userkeys)
+        self.base.write_file(self._path(toplevel, KEY), encrypted_key)
+
+    # --- key management (add-key, remove-key, list-keys) ---------------------
+
+    def _keyring(self, toplevel):
+        text = self.symmetric_key(toplevel)
+        if text is None:
+            raise ToplevelNotEncrypted(toplevel=toplevel)
+        data = self.base.read_file(self._path(toplevel, USERKEYS))
+        return text, self.cipher.decrypt(data, text)
+
+    def list_keys(self, toplevel):
+        """Primary key ids (16 hex) allowed to read the toplevel."""
+        _, keyring = self._keyring(toplevel)
+        return gpg.keyring_key_ids(keyring)
+
+    def key_user_ids(self, toplevel, keyid):
+        _, keyring = self._keyring(toplevel)
+        return gpg.keyring_user_ids(keyring, keyid)
+
+    def add_key(self, toplevel, keyid):
+        """Allow public key `keyid` (from the user's keyring) to read."""
+        text, keyring = self._keyring(toplevel)
+        added = gpg.export_public_key(keyid, self.gnupghome)
+        self._write_keys(toplevel, text, gpg.keyring_add(keyring, added))
+
+    def remove_key(self, toplevel, keyid):
+        """Stop key `keyid` from reading new keys (absent: no-op)."""
+        text, keyring = self._keyring(toplevel)
+        smaller = gpg.keyring_remove(keyring, keyid)
+        if smaller != keyring:
+            self._write_keys(toplevel, text, smaller)
+
+    @staticmethod
+    def _path(toplevel, name):
+        return '%s/%s' % (toplevel, name)

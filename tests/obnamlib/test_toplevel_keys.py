@@ -1,0 +1,159 @@
+import os
+import tarfile
+
+import pytest
+
+import larch.vfs
+from obnamlib import errors, gpg, openpgp, openpgp_packets, repo_fs
+from obnamlib import toplevel_keys
+from tests.gpg_fixture import (REFERENCE_DIR, REFERENCE_KEY,  # noqa: F401
+                               GpgHome, gpg_home, reference_gpg_home)
+
+
+def packet_tags(data):
+    return [tag for tag, _ in openpgp_packets.iter_packets(data)]
+
+
+def open_fs(root, encrypt_with, home, compress=True):
+    base = larch.vfs.LocalFS(str(root))
+    keys = toplevel_keys.ToplevelKeys(base, encrypt_with,
+                                      gnupghome=home.path)
+    return base, repo_fs.RepositoryFS(base, compress=compress, keys=keys)
+
+
+def test_new_toplevel_gets_key_and_userkeys(tmp_path, gpg_home):
+    alice = gpg_home.keys['Alice']
+    base, fs = open_fs(tmp_path, alice, gpg_home)
+    fs.write_file('clientlist/metadata', b'[metadata]\n' * 50)
+    key = base.read_file('clientlist/key')
+    assert packet_tags(key) == [1, 18]
+    text = gpg_home.decrypt(key).stdout.decode()
+    assert len(text) == 64 and int(text, 16) >= 0
+    keyring = openpgp.decrypt_symmetric(base.read_file('clientlist/userkeys'),
+                                        text)
+    assert gpg.keyring_key_ids(keyring) == [alice[-16:]]
+    raw = base.read_file('clientlist/metadata')
+    assert raw.startswith(b'encrypt1\0') and b'metadata' not in raw
+    inner = gpg_home.decrypt(raw[9:], passphrase=text).stdout
+    assert inner.startswith(b'deflate\0')
+    assert fs.read_file('clientlist/metadata') == b'[metadata]\n' * 50
+
+
+def test_metadata_toplevel_is_never_encrypted(tmp_path, gpg_home):
+    base, fs = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
+    fs.write_file('metadata/format', b'6\n')
+    assert not base.exists('metadata/key')
+    assert base.read_file('metadata/format') == b'6\n'
+
+
+def test_reading_needs_only_the_secret_key(tmp_path, gpg_home):
+    base, fs = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
+    fs.write_file('chunks/0/0/0/1', b'data')
+    fs.write_file('clientlist/metadata', b'm')
+    _, reader = open_fs(tmp_path, None, gpg_home)
+    assert reader.read_file('chunks/0/0/0/1') == b'data'
+
+
+def test_writing_encrypted_repository_without_key_refused(tmp_path, gpg_home):
+    base, fs = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
+    fs.write_file('clientlist/metadata', b'm')
+    _, writer = open_fs(tmp_path, None, gpg_home)
+    with pytest.raises(toplevel_keys.EncryptionKeyRequired) as info:
+        writer.write_file('12345/metadata', b'x')
+    assert len(str(info.value).splitlines()) == 1
+    assert not base.exists('12345')
+    with pytest.raises(toplevel_keys.EncryptionKeyRequired):
+        writer.write_file('clientlist/metadata', b'plain')
+    assert fs.read_file('clientlist/metadata') == b'm'
+
+
+def test_encrypt_with_on_clear_repository_refused(tmp_path, gpg_home):
+    base = larch.vfs.LocalFS(str(tmp_path))
+    repo_fs.RepositoryFS(base).write_file('clientlist/metadata', b'm')
+    before = sorted(os.listdir(str(tmp_path / 'clientlist')))
+    with pytest.raises(toplevel_keys.RepositoryNotEncrypted) as info:
+        toplevel_keys.ToplevelKeys(base, gpg_home.keys['Alice'],
+                                   gnupghome=gpg_home.path)
+    assert len(str(info.value).splitlines()) == 1
+    assert sorted(os.listdir(str(tmp_path / 'clientlist'))) == before
+
+
+def test_key_without_secret_half_refused(tmp_path, gpg_home):
+    with GpgHome('gs') as other:
+        other.gpg('--import', input=gpg.export_public_key(
+            gpg_home.keys['Alice'], gpg_home.path))
+        base = larch.vfs.LocalFS(str(tmp_path))
+        with pytest.raises(gpg.NoSecretKey) as info:
+            toplevel_keys.ToplevelKeys(base, gpg_home.keys['Alice'],
+                                       gnupghome=other.path)
+    assert str(info.value).startswith('R0C79EX: gpg failed: No secret key')
+    assert os.listdir(str(tmp_path)) == []
+
+
+def test_client_with_other_key_cannot_read(tmp_path, gpg_home):
+    _, fs = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
+    fs.write_file('clientlist/metadata', b'm')
+    with GpgHome('go') as other:
+        carol = other.generate_key('Carol')
+        _, theirs = open_fs(tmp_path, carol, other)
+        with pytest.raises(errors.GpgError) as info:
+            theirs.read_file('clientlist/metadata')
+    assert info.value.code == 'R0C79EX'
+    assert 'No secret key' in str(info.value)
+
+
+def test_add_list_remove_keys(tmp_path, gpg_home):
+    alice, bob = gpg_home.keys['Alice'], gpg_home.keys['Bob']
+    base, fs = open_fs(tmp_path, alice, gpg_home)
+    fs.write_file('chunks/0/0/0/1', b'data')
+    keys = fs.keys
+    assert keys.list_keys('chunks') == [alice[-16:]]
+    keys.add_key('chunks', bob)
+    assert sorted(keys.list_keys('chunks')) == sorted([alice[-16:],
+                                                       bob[-16:]])
+    assert packet_tags(base.read_file('chunks/key')) == [1, 1, 18]
+    keys.remove_key('chunks', bob[-16:])
+    keys.remove_key('chunks', 'DEADBEEFDEADBEEF')
+    assert keys.list_keys('chunks') == [alice[-16:]]
+    assert fs.read_file('chunks/0/0/0/1') == b'data'
+    assert keys.is_encrypted('chunks') and not keys.is_encrypted('chunklist')
+    with pytest.raises(toplevel_keys.ToplevelNotEncrypted):
+        keys.list_keys('chunklist')
+
+
+def test_settings_object_accepted(tmp_path, gpg_home):
+    base = larch.vfs.LocalFS(str(tmp_path))
+    keys = toplevel_keys.ToplevelKeys(base, {
+        'encrypt-with': gpg_home.keys['Alice'], 'gnupghome': gpg_home.path,
+        'symmetric-key-bits': '128', 'weak-random': True})
+    fs = repo_fs.RepositoryFS(base, keys=keys)
+    fs.write_file('chunks/x', b'y')
+    assert len(keys.symmetric_key('chunks')) == 32
+
+
+def test_random_key_text():
+    assert len(toplevel_keys.random_key_text(256)) == 64
+    assert len(toplevel_keys.random_key_text(20)) == 6
+    assert toplevel_keys.random_key_text() != toplevel_keys.random_key_text()
+
+
+@pytest.fixture
+def reference_repo(tmp_path):
+    name = 'repo-format-6-encrypted-deflated.tar.xz'
+    with tarfile.open(os.path.join(REFERENCE_DIR, name)) as tar:
+        tar.extractall(str(tmp_path))
+    return tmp_path / 'repo'
+
+
+def test_reference_repository_read_and_continued(reference_repo,
+                                                 reference_gpg_home):
+    base, fs = open_fs(reference_repo, None, reference_gpg_home)
+    assert fs.read_file('clientlist/metadata').startswith(b'[metadata]\n')
+    assert fs.keys.list_keys('clientlist') == [REFERENCE_KEY]
+    base, fs = open_fs(reference_repo, REFERENCE_KEY, reference_gpg_home)
+    fs.write_file('99/metadata', b'new client')
+    assert fs.keys.list_keys('99') == [REFERENCE_KEY]
+    key = base.read_file('99/key')
+    assert len(reference_gpg_home.decrypt(key).stdout) == 64
+    _, again = open_fs(reference_repo, None, reference_gpg_home)
+    assert again.read_file('99/metadata') == b'new client'
