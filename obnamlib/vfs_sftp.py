@@ -463,6 +463,41 @@ class SftpFS(VirtualFileSystem):
 
     def write_file(self, path, data):
         full = self._abs(path)
+        tmp = self._write_temp(full, data, path)
+        try:
+            self._replace(tmp, full, path)
+        except SftpConnectionLost:
+            raise
+        except BaseException:
+            self._remove_quietly(tmp)
+            raise
+        self.bytes_written += len(data)
+
+    def create_file(self, path, data):
+        """Create `path` holding `data`; FileExistsError if it exists.
+
+        Atomic and exclusive: the data goes to a temporary file, then the
+        SFTP protocol's own RENAME, which refuses an existing target
+        (OpenSSH does link + unlink), moves it into place.  So a dropped
+        connection never leaves a partial chunk file.
+        """
+        full = self._abs(path)
+        tmp = self._write_temp(full, data, path)
+        try:
+            self._call(proto.CMD_RENAME, tmp, full, path=path)
+        except SftpConnectionLost:
+            raise
+        except BaseException as e:
+            self._remove_quietly(tmp)
+            if (isinstance(e, OSError) and e.errno == errno.EIO and
+                    self._exists_abs(full)):
+                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST),
+                                      _fs_path(path))
+            raise
+        self.bytes_written += len(data)
+
+    def _write_temp(self, full, data, path):
+        """Write `data` to a new temporary file beside `full`; its name."""
         tmp = _temp_name(full)
         handle = self._create_making_parents(tmp, path)
         try:
@@ -471,13 +506,12 @@ class SftpFS(VirtualFileSystem):
                     for offset in range(0, len(data), CHUNK)]
             nums.append(self._close_handle(handle, wait=True))
             self._wait_all(nums, path)
-            self._replace(tmp, full, path)
         except SftpConnectionLost:
             raise
         except BaseException:
             self._remove_quietly(tmp)
             raise
-        self.bytes_written += len(data)
+        return tmp
 
     def _create_making_parents(self, full, path):
         """Open a new file; if its directory is missing, make it and retry
@@ -617,18 +651,14 @@ class SftpFS(VirtualFileSystem):
     def lock(self, path, content=b''):
         """Create `path` exclusively (SSH_FXF_EXCL); LockFail if it exists."""
         try:
-            self.create_file(path, content)
+            handle = self._open_exclusive(self._abs(path), path)
         except FileExistsError:
             raise LockFail(lock_name=_fs_path(path),
                            reason='it already exists')
-
-    def create_file(self, path, data):
-        """Create `path` holding `data`; FileExistsError if it exists."""
-        handle = self._open_exclusive(self._abs(path), path)
-        nums = []
-        if data:
-            nums.append(self._send(proto.CMD_WRITE, handle, int64(0),
-                                   payload=bytes(data)))
+        content = bytes(content)
+        nums = [self._send(proto.CMD_WRITE, handle, int64(offset),
+                           payload=content[offset:offset + CHUNK])
+                for offset in range(0, len(content), CHUNK)]
         nums.append(self._close_handle(handle, wait=True))
         self._wait_all(nums, path)
 

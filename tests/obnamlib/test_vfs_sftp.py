@@ -541,6 +541,22 @@ def test_create_file_is_exclusive(fs, remote_dir):
     with pytest.raises(FileExistsError):
         fs.create_file('metadata/format', b'7\n')
     assert (remote_dir / 'metadata/format').read_bytes() == b'6\n'
+    assert os.listdir(remote_dir / 'metadata') == ['format']
+
+
+def test_create_file_of_a_large_chunk(fs, remote_dir):
+    data = os.urandom(3 * 1024 * 1024 + 1)
+    fs.create_file('chunks/0/0/1', data)
+    assert (remote_dir / 'chunks/0/0/1').read_bytes() == data
+    with pytest.raises(FileExistsError):
+        fs.create_file('chunks/0/0/1', b'other')
+    assert os.listdir(remote_dir / 'chunks/0/0') == ['1']
+
+
+def test_large_lock_content(fs, remote_dir):
+    content = os.urandom(600000)
+    fs.lock('lock', content)
+    assert (remote_dir / 'lock').read_bytes() == content
 
 
 def test_open_vfs_picks_sftp(sshd, transport, remote_dir):
