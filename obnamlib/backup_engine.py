@@ -277,11 +277,16 @@ class BackupEngine:
                 self.repo.set_metadata(self.gen, path, md)
 
     def _ancestor_metadata(self, path):
+        """Live metadata of an ancestor directory; the placeholder if it
+        cannot be read or is not a directory (a symlink on the way to a
+        root must still hold the root as a directory would)."""
         try:
             st = self.fs.lstat(path)
-            return self._live_metadata(path, st)
+            if _S_ISDIR(st.st_mode):
+                return self._live_metadata(path, st)
         except (OSError, obnamlib.errors.ObnamError):
-            return _PLACEHOLDER_DIR.copy()
+            pass
+        return _PLACEHOLDER_DIR.copy()
 
     # --- directories -------------------------------------------------------
 

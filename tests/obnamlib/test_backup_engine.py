@@ -178,6 +178,18 @@ def test_ancestors_up_to_root_are_recorded(tmp_path):
         path = parent
 
 
+def test_symlinked_ancestor_is_recorded_as_a_directory(tmp_path):
+    (tmp_path / 'real' / 'live').mkdir(parents=True)
+    (tmp_path / 'real' / 'live' / 'f').write_bytes(b'f')
+    os.symlink('real', tmp_path / 'via')
+    backup(tmp_path / 'repo', [tmp_path / 'via' / 'live'])
+    repo, gens = generations(tmp_path / 'repo')
+    via = repo.get_metadata(gens[-1], os.fsencode(tmp_path / 'via'))
+    assert via.isdir()
+    assert read_back(repo, gens[-1],
+                     os.fsencode(tmp_path / 'via' / 'live' / 'f')) == b'f'
+
+
 def test_file_root_backs_up_just_that_file(tmp_path):
     (tmp_path / 'f').write_bytes(b'only me')
     (tmp_path / 'g').write_bytes(b'not me')
