@@ -656,3 +656,51 @@ def test_force_lock_on_a_directory_that_is_not_a_repository(home, tmp_path):
     assert run(['-r', str(tmp_path), 'force-lock'], home) == (
         1, b'', b'ERROR: RA920EX: %s does not seem to be an Obnam '
         b'repository\n' % str(tmp_path).encode())
+
+
+# --- dump-repo ----------------------------------------------------------------
+
+def json_objects(data):
+    import json
+    decoder = json.JSONDecoder()
+    text, pos, found = data.decode(), 0, []
+    while pos < len(text):
+        obj, pos = decoder.raw_decode(text, pos)
+        assert text[pos] == '\n'
+        pos += 1
+        found.append(obj)
+    return found
+
+
+def test_dump_repo(home, tmp_path):
+    from obnamlib import repo_factory
+    from obnamlib.metadata import Metadata
+    path = tmp_path / 'repo'
+    make_repository(path, ['alice'])
+    repo = repo_factory.open_repository(url=str(path))
+    repo.lock_client('alice')
+    gen = repo.create_generation('alice', now=1000)
+    repo.set_metadata(gen, b'/', Metadata(st_mode=0o40755, st_mtime_sec=1))
+    repo.set_metadata(gen, b'/f\xff', Metadata(st_mode=0o100644, st_size=3,
+                                               md5=b'\x01' * 16))
+    repo.commit_client('alice', now=2000)
+    repo.close()
+
+    code, out, err = run(['-r', str(path), 'dump-repo'], home)
+    assert (code, err) == (0, b'')
+    objs = json_objects(out)
+    assert objs[0] == {'client-list': ['alice']}
+    assert objs[1] == {'chunk-ids': []}
+    assert objs[2] == {'client-name': 'alice', 'encryption-key': None,
+                       'client-keys': {}}
+    assert objs[3]['generation-keys']['REPO_GENERATION_STARTED'] == 1000
+    assert objs[3]['generation-keys']['REPO_GENERATION_ENDED'] == 2000
+    assert 'files' not in objs[3]
+    assert len(objs) == 4
+
+    _, out, _ = run(['-r', str(path), 'dump-repo',
+                     '--dump-repo-file-metadata'], home)
+    files = json_objects(out)[3]['files']
+    assert [f['pathname'] for f in files] == ['/', '/f\\xff']
+    assert files[1]['metadata']['md5'] == '01' * 16
+    assert files[1]['chunk-ids'] == []
