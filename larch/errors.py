@@ -41,7 +41,8 @@ class BadMetadata(Error):
 class BadNodeSize(Error):
     def __init__(self, node_size, key_size):
         super().__init__(
-            'node_size %r is too small for %r-byte keys' % (node_size, key_size))
+            'node_size %r is too small for %r-byte keys'
+            % (node_size, key_size))
 
 
 class NodeMissing(Error):
@@ -87,4 +88,5 @@ class ForestBroken(Error):
 
 class TreeNotInForest(Error):
     def __init__(self, dirname):
-        super().__init__('forest %s: tree is not part of this forest' % dirname)
+        super().__init__(
+            'forest %s: tree is not part of this forest' % dirname)

@@ -18,10 +18,13 @@ def open_forest(dirname=None, key_size=None, node_size=None,
     """Open (or, for writing, prepare to create) the forest in dirname.
 
     With vfs=None, dirname is a local directory. Otherwise dirname is a
-    path inside vfs. cache_size is the number of nodes kept in memory
-    (changed nodes included: they are written into the journal when they
-    fall out of the cache); by default as many as fit in 256 MiB of
-    node_size. lru_size and upload_max are larch 1.x's names for the same
+    path inside vfs. node_size=None means the size stored in the forest's
+    metadata, or 262144 for a new forest. cache_size is the number of
+    nodes kept in memory (changed nodes included: they are written into
+    the journal when they fall out of the cache); by default as many as
+    fit in 256 MiB of node_size. Keep the whole working set in the cache:
+    a node missed in a random-access workload costs a read and a decode
+    (and a write if it was changed). lru_size and upload_max are larch 1.x's names for the same
     memory limits: their sum is used as cache_size if cache_size is None.
     """
     if cache_size is None and (lru_size or upload_max):
@@ -30,7 +33,6 @@ def open_forest(dirname=None, key_size=None, node_size=None,
         raise ValueError('open_forest needs a dirname')
     if key_size is None:
         raise ValueError('open_forest needs a key_size')
-    node_size = DEFAULT_NODE_SIZE if node_size is None else node_size
     if vfs is None:
         vfs, prefix = LocalFS(dirname), '.'
     else:
@@ -45,25 +47,26 @@ class Forest:
                  allow_writes, cache_size=None):
         if not isinstance(key_size, int) or key_size <= 0:
             raise errors.BadNodeSize(node_size, key_size)
-        if (not isinstance(node_size, int)
-                or node_size < HEADER_SIZE + 2 * (key_size + 8)
-                or node_size // 2 - 16 < 0):
-            raise errors.BadNodeSize(node_size, key_size)
         self.vfs = vfs
         self.dirname = dirname
         self.key_size = key_size
-        self.node_size = node_size
-        self.max_value_size = node_size // 2 - 16
-        self.max_index_pairs = (node_size - HEADER_SIZE) // (key_size + 8)
         self.allow_writes = bool(allow_writes)
         self.broken = None
-        if cache_size is None:
-            cache_size = max(64, DEFAULT_CACHE_BYTES // node_size)
         self.journal = Journal(vfs, prefix, self.allow_writes)
         self.overlay = self.journal.recover()
         meta = self._read_metadata()
-        self.last_id = meta.last_id
         self.stored_node_size = meta.node_size
+        if node_size is None:
+            node_size = meta.node_size or DEFAULT_NODE_SIZE
+        if (not isinstance(node_size, int)
+                or node_size < HEADER_SIZE + 2 * (key_size + 8)):
+            raise errors.BadNodeSize(node_size, key_size)
+        self.node_size = node_size
+        self.max_value_size = node_size // 2 - 16
+        self.max_index_pairs = (node_size - HEADER_SIZE) // (key_size + 8)
+        if cache_size is None:
+            cache_size = max(64, DEFAULT_CACHE_BYTES // node_size)
+        self.last_id = meta.last_id
         self.node_store = NodeStore(self.journal, dirname, key_size,
                                     cache_size, meta.last_id)
         self.trees = [Tree(self, root_id) for root_id in meta.root_ids]
@@ -75,7 +78,7 @@ class Forest:
         try:
             data = self.journal.read('metadata')
         except FileNotFoundError:
-            return ForestMetadata(0, [], self.key_size, self.node_size)
+            return ForestMetadata(0, [], self.key_size, None)
         meta = parse_metadata(data, self.dirname)
         if meta.key_size != self.key_size:
             raise errors.KeySizeMismatch(self.dirname, meta.key_size,

@@ -11,7 +11,7 @@ import array
 import collections
 
 from larch import codec, errors
-from larch.forest import Forest, open_forest
+from larch.forest import Forest
 from larch.idpath import node_path
 from larch.journal import Journal
 from larch.refcounts import GROUP_SIZE
@@ -20,22 +20,27 @@ from larch.vfs import LocalFS
 
 def check_forest(dirname, vfs=None, key_size=None, fix=False,
                  node_size=None):
-    """Check the forest in dirname; see the module docstring."""
+    """Check the forest in dirname; see the module docstring.
+
+    node_size is the limit node sizes are checked against; by default the
+    one stored in the forest's metadata.
+    """
     if vfs is None:
-        vfs, dirname = LocalFS(dirname), '.'
-    problems = _journal_problems(vfs, dirname, fix)
+        vfs, prefix = LocalFS(dirname), '.'
+    else:
+        prefix = dirname.rstrip('/') or '.'
+    problems = _journal_problems(vfs, prefix, dirname, fix)
     try:
-        forest = open_forest(dirname=dirname, key_size=key_size,
-                             node_size=node_size or 262144,
-                             allow_writes=fix, vfs=vfs)
+        forest = Forest(vfs, prefix, str(dirname), key_size, node_size,
+                        fix, None)
     except errors.Error as e:
         return problems + [_mark(str(e), False, fix)]
     return problems + check_open_forest(forest, fix=fix,
                                         node_size=node_size)
 
 
-def _journal_problems(vfs, dirname, fix):
-    journal = Journal(vfs, dirname.rstrip('/') or '.', False)
+def _journal_problems(vfs, prefix, dirname, fix):
+    journal = Journal(vfs, prefix, False)
     leftovers = journal.leftovers()
     if not leftovers:
         return []

@@ -300,3 +300,12 @@ def test_storage_error_in_the_middle_of_a_change_poisons_the_forest():
     assert open_f(vfs, writes=False).trees[0].count_range(LOW, HIGH) == 300
     assert {p: d for p, d in vfs.files.items()
             if not p.startswith(('f/new/', 'f/delete/'))} == committed
+
+
+def test_node_size_defaults_to_the_stored_one():
+    vfs = larch.MemoryFS()
+    filled(vfs, 10)
+    forest = larch.open_forest(dirname='f', key_size=4, vfs=vfs)
+    assert forest.node_size == 128
+    new = larch.open_forest(dirname='g', key_size=4, vfs=vfs)
+    assert new.node_size == 262144

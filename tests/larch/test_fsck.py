@@ -142,3 +142,18 @@ def test_node_above_last_id_is_reported():
     problems = check(vfs)
     assert 'forest f: node %d (trees none): id is above last_id %d' % (
         big, forest.last_id) in problems
+
+
+def test_local_forest_problems_name_the_directory(tmp_path):
+    path = str(tmp_path / 'forest')
+    forest = larch.open_forest(dirname=path, key_size=4, node_size=128,
+                               allow_writes=True)
+    tree = forest.new_tree()
+    tree.insert(key(1), b'x')
+    forest.commit()
+    leaf_id = forest.node_store.get(tree.root_id).children[0]
+    forest.node_store.refcounts.set(leaf_id, 3)
+    forest.commit()
+    assert check_forest(path, key_size=4) == [
+        'forest %s: node %d (trees %d): refcount is 3, should be 1'
+        % (path, leaf_id, tree.root_id)]

@@ -112,7 +112,10 @@ def apply(op, forest, models):
         del models[i]
 
 
-@settings(max_examples=int(os.environ.get("LARCH_PROPERTY_EXAMPLES", "400")), deadline=None,
+EXAMPLES = int(os.environ.get('LARCH_PROPERTY_EXAMPLES', '400'))
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(ops, min_size=10, max_size=80), st.sampled_from([None, 8]))
 def test_random_operations_match_model(operations, cache_size):
