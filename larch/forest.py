@@ -24,8 +24,9 @@ def open_forest(dirname=None, key_size=None, node_size=None,
     the journal when they fall out of the cache); by default as many as
     fit in 256 MiB of node_size. Keep the whole working set in the cache:
     a node missed in a random-access workload costs a read and a decode
-    (and a write if it was changed). lru_size and upload_max are larch 1.x's names for the same
-    memory limits: their sum is used as cache_size if cache_size is None.
+    (and a write if it was changed). lru_size and upload_max are larch
+    1.x's names for the same memory limits: their sum is used as
+    cache_size if cache_size is None.
     """
     if cache_size is None and (lru_size or upload_max):
         cache_size = (lru_size or 0) + (upload_max or 0)
