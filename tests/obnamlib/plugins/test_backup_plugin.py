@@ -232,3 +232,37 @@ def test_checkpoints_removed_after_successful_command(tmp_path, live):
     assert result.returncode == 0, result.stderr
     repo, _ = open_repository(tmp_path / 'repo')
     assert len(repo.get_generation_ids('testclient')) == 1
+
+
+def test_sftp_root_backs_up_remote_live_data(tmp_path, live):
+    from tests.sshd_server import SshdServer
+    with SshdServer() as server:
+        url = server.url(str(live))
+        result = obnam(tmp_path, repo_arg(tmp_path),
+                       '--ssh-key', server.client_key,
+                       '--ssh-known-hosts', server.known_hosts,
+                       'backup', url + '/')
+    assert result.returncode == 0, result.stderr
+    repo, gen = latest(tmp_path)
+    # SFTP (protocol 3) carries whole-second times only.
+    assert whole_seconds(generation_manifest(repo, gen, live)) == \
+        whole_seconds(live_manifest(live))
+
+
+def whole_seconds(manifest):
+    return {path: facts[:1] + (facts[1] // 10 ** 9,) + facts[2:]
+            for path, facts in manifest.items()}
+
+
+def test_repository_over_sftp(tmp_path, live):
+    from tests.sshd_server import SshdServer
+    with SshdServer() as server:
+        ssh = ['--ssh-key', server.client_key,
+               '--ssh-known-hosts', server.known_hosts]
+        remote = '--repository=%s' % server.url(str(tmp_path / 'repo'))
+        result = obnam(tmp_path, remote, *ssh, 'backup', live)
+        assert result.returncode == 0, result.stderr
+        result = obnam(tmp_path, remote, *ssh, 'verify', live)
+        assert result.returncode == 0, result.stderr
+    repo, gen = latest(tmp_path)
+    assert generation_manifest(repo, gen, live) == live_manifest(live)
