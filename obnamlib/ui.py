@@ -42,20 +42,31 @@ class RecordingProgress(NullProgress):
 
 
 class TerminalProgress(NullProgress):
-    """A status line on /dev/tty via ttystatus, redrawn at most every 0.1 s."""
+    """A status line on /dev/tty via ttystatus, redrawn at most every 0.1 s.
+
+    ttystatus's own clear() also forgets its widgets, so clearing sets the
+    display up again, keeping the last text for the next redraw.
+    """
+
+    FORMAT = '%String(status)'
 
     def __init__(self, ttystatus_module):
         self._ts = ttystatus_module.TerminalStatus(period=0.1)
-        self._ts.format('%String(status)')
+        self._text = ''
+        self._ts.format(self.FORMAT)
         self._ts['status'] = ''
 
     def status(self, text):
+        self._text = text
         self._ts['status'] = text
 
     def clear(self):
         self._ts.clear()
+        self._ts.format(self.FORMAT)
+        self._ts['status'] = self._text
 
     def finish(self):
+        self._ts.flush()
         self._ts.finish()
 
 

@@ -88,3 +88,62 @@ def test_recording_progress_keeps_lines():
     u.progress().status('2/3 done')
     u.close()
     assert rec.lines == ['1/3 done', '2/3 done'] and rec.finished
+
+
+PROGRESS_SCRIPT = '''
+import sys
+sys.path.insert(0, %r)
+from obnamlib import ui
+u = ui.UserInterface(quiet=%r)
+p = u.progress()
+p.status('scanning /some/where')
+u.notify('a notice')
+u.output.write('a result\\n')
+u.close()
+print(type(p).__name__)
+'''
+
+
+def run_under_terminal(tmp_path, quiet):
+    """Run a script with a pseudo-terminal as its controlling terminal and
+    stdout redirected to a file: return (terminal bytes, stdout bytes)."""
+    import os
+    import pty
+    checkout = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    stdout_path = str(tmp_path / 'stdout')
+    script = PROGRESS_SCRIPT % (checkout, quiet)
+    pid, fd = pty.fork()
+    if pid == 0:    # pragma: no cover (child)
+        import fcntl
+        import struct
+        import termios
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack('HHHH', 24, 80, 0, 0))
+        out = os.open(stdout_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(out, 1)
+        os.execve('/usr/bin/python3', ['python3', '-c', script],
+                  {'TERM': 'xterm', 'PATH': '/usr/bin:/bin'})
+    terminal = b''
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        terminal += chunk
+    os.waitpid(pid, 0)
+    with open(stdout_path, 'rb') as f:
+        return terminal, f.read()
+
+
+def test_progress_goes_to_the_terminal_only(tmp_path):
+    terminal, stdout = run_under_terminal(tmp_path, quiet=False)
+    assert b'scanning /some/where' in terminal
+    assert stdout == b'a notice\na result\nTerminalProgress\n'
+
+
+def test_quiet_run_draws_nothing_on_the_terminal(tmp_path):
+    terminal, stdout = run_under_terminal(tmp_path, quiet=True)
+    assert terminal == b''
+    assert stdout == b'a result\nNullProgress\n'
