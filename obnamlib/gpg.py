@@ -9,14 +9,16 @@ there is stopped afterwards.  `gnupghome=None` means gpg's default
 ($GNUPGHOME or ~/.gnupg).
 """
 
+import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
 
-from obnamlib import errors
+from obnamlib import errors, openpgp_packets
 
 GPG = 'gpg'
+PUBLIC_KEY = 6
 
 
 class GpgMissing(errors.ObnamError):
@@ -74,8 +76,19 @@ def _shown_home(gnupghome):
 
 # --- the user's keyring -----------------------------------------------------
 
+_exported = {}
+
+
 def export_public_key(keyid, gnupghome=None):
-    """The user's public key `keyid` (id, fingerprint or user id), binary."""
+    """The user's public key `keyid` (id, fingerprint or user id), binary;
+    remembered for the process (a run creates several toplevels)."""
+    wanted = (keyid, gnupghome, os.environ.get('GNUPGHOME'))
+    if wanted not in _exported:
+        _exported[wanted] = _export(keyid, gnupghome)
+    return _exported[wanted]
+
+
+def _export(keyid, gnupghome):
     try:
         blob = run(['--export', keyid], gnupghome=gnupghome)
     except errors.GpgError:
@@ -167,12 +180,36 @@ def _colon_uids(out):
             if line.startswith('uid:')]
 
 
+def split_keyring(keyring):
+    """The transferable public keys of a keyring blob, each as bytes
+    (GnuPG trust packets dropped)."""
+    keys = []
+    pos = 0
+    while pos < len(keyring):
+        start = pos
+        tag, _, pos = openpgp_packets.read_packet(keyring, pos)
+        if tag == openpgp_packets.TRUST:
+            continue
+        if tag == PUBLIC_KEY or not keys:
+            keys.append(bytearray())
+        keys[-1] += keyring[start:pos]
+    return [bytes(key) for key in keys]
+
+
+def key_fingerprint(key):
+    """Fingerprint (hex) of the primary key of a transferable key; v4
+    keys are read directly, others are asked of gpg."""
+    tag, body, _ = openpgp_packets.read_packet(key)
+    if tag == PUBLIC_KEY and body[:1] == b'\x04':
+        framed = b'\x99' + len(body).to_bytes(2, 'big') + body
+        return hashlib.sha1(framed).hexdigest().upper()
+    with TemporaryHome(key) as home:
+        return home.primary_keys()[0][1]
+
+
 def keyring_key_ids(keyring):
-    """Primary key ids (16 hex digits) in a keyring blob."""
-    if not keyring:
-        return []
-    with TemporaryHome(keyring) as home:
-        return [keyid for keyid, _ in home.primary_keys()]
+    """Primary key ids (16 hex digits) in a keyring blob, in order."""
+    return [key_fingerprint(key)[-16:] for key in split_keyring(keyring)]
 
 
 def keyring_user_ids(keyring, keyid):
@@ -186,14 +223,19 @@ def keyring_user_ids(keyring, keyid):
 
 def encrypt_to_keyring(data, keyring):
     """Encrypt data to every primary key in the keyring blob (binary,
-    RFC 4880 packets, no armour, trust not consulted)."""
-    with TemporaryHome(keyring) as home:
+    RFC 4880 packets, no armour, trust not consulted).  One gpg process:
+    each key is given as a --recipient-file, nothing is imported."""
+    keys = split_keyring(keyring)
+    if not keys:
+        raise errors.GpgError(returncode=2,
+                              stderr='no public keys to encrypt to')
+    with TemporaryHome() as home:
         recipients = []
-        for _, fingerprint in home.primary_keys():
-            recipients += ['-r', fingerprint]
-        if not recipients:
-            raise errors.GpgError(returncode=2,
-                                  stderr='no public keys to encrypt to')
+        for number, key in enumerate(keys):
+            name = os.path.join(home.path, 'r%d' % number)
+            with open(name, 'wb') as f:
+                f.write(key)
+            recipients += ['--recipient-file', name]
         return home.run(['--no-textmode', '--trust-model', 'always',
                          '--no-encrypt-to', '--no-default-recipient',
                          '-e'] + recipients, data)

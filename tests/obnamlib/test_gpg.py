@@ -1,7 +1,8 @@
 import pytest
 
 from obnamlib import errors, gpg, openpgp_packets
-from tests.gpg_fixture import (REFERENCE_KEY, REFERENCE_SECOND_KEY,  # noqa
+from tests.gpg_fixture import (REFERENCE_DIR, REFERENCE_KEY,  # noqa
+                               REFERENCE_SECOND_KEY,
                                empty_gpg_home, gpg_home, reference_gpg_home)
 
 
@@ -86,3 +87,14 @@ def test_gpg_missing_is_one_line_error(monkeypatch):
     with pytest.raises(gpg.GpgMissing) as info:
         gpg.decrypt(b'x')
     assert len(str(info.value).splitlines()) == 1
+
+
+def test_legacy_pubring_with_trust_packets():
+    with open(REFERENCE_DIR + '/test-gpghome/pubring.gpg', 'rb') as f:
+        pubring = f.read()
+    assert openpgp_packets.TRUST in packet_tags(pubring)
+    assert gpg.keyring_key_ids(pubring) == [REFERENCE_KEY,
+                                            REFERENCE_SECOND_KEY]
+    keys = gpg.split_keyring(pubring)
+    assert len(keys) == 2
+    assert openpgp_packets.TRUST not in packet_tags(b''.join(keys))
