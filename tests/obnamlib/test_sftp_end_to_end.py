@@ -1,8 +1,18 @@
 """Repositories over sftp:// against a real OpenSSH sshd on 127.0.0.1.
 
 The Repository conformance suite runs on a format-6 repository reached
-through SftpFS; the command-line tests back up to and pull from sftp://.
+through SftpFS; the command-line tests back up to, restore from, verify and
+forget in an sftp:// repository, pull from an sftp:// root, restore to an
+sftp:// target, refuse an unknown host, and survive a connection cut in the
+middle of a backup.
 """
+
+import hashlib
+import os
+import pwd
+import stat
+import subprocess
+import time
 
 import pytest
 
@@ -40,3 +50,200 @@ class TestFormat6OverSftp(RepositoryConformance):
         return repo_factory.open_repository(
             settings, vfs=fs, url=url, create=True, node_size=4096,
             lock_timeout=0)
+
+
+# --- the obnam command over sftp:// -----------------------------------------
+
+OBNAM = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), 'bin', 'obnam')
+
+
+def obnam(sshd, home, *args, known_hosts=None):
+    """Run bin/obnam with the test server's key; (exit code, out, err)."""
+    env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'),
+           'HOME': str(home), 'LC_ALL': 'C.UTF-8'}
+    argv = ['/usr/bin/python3', OBNAM, '--no-default-configs', '--quiet',
+            '--ssh-key', sshd.client_key,
+            '--ssh-known-hosts', known_hosts or sshd.known_hosts,
+            '--lock-timeout', '0'] + list(args)
+    p = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return p.returncode, p.stdout, p.stderr
+
+
+def ok(result):
+    code, out, err = result
+    assert (code, err) == (0, b''), err.decode(errors='replace')
+    return out
+
+
+def make_live_tree(root):
+    """Files of every kind SFTP can carry, with odd names and times."""
+    os.makedirs(os.path.join(root, 'sub', 'empty'))
+    with open(os.path.join(root, 'big'), 'wb') as f:
+        f.write(os.urandom(2 * 1024 * 1024 + 11))
+    with open(os.path.join(root, 'sub', 'small'), 'wb') as f:
+        f.write(b'hello\n')
+    with open(os.fsencode(root) + b'/sub/caf\xe9', 'wb') as f:
+        f.write(b'latin-1 name\n')
+    os.symlink('small', os.path.join(root, 'sub', 'link'))
+    os.chmod(os.path.join(root, 'sub', 'small'), 0o640)
+    for path in (b'/big', b'/sub/small', b'/sub/caf\xe9', b'/sub/empty'):
+        os.utime(os.fsencode(root) + path, (1500000000, 1600000000))
+
+
+def manifest(root, whole_seconds=False):
+    """relative path -> (mode, content or link target, mtime)."""
+    result = {}
+    base = os.fsencode(root)
+    for dirpath, dirnames, filenames in os.walk(base):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                content, mtime = os.readlink(path), None
+            else:
+                content = None
+                if stat.S_ISREG(st.st_mode):
+                    with open(path, 'rb') as f:
+                        content = hashlib.sha256(f.read()).hexdigest()
+                mtime = (st.st_mtime_ns // 10**9 if whole_seconds
+                         else st.st_mtime_ns)
+                if stat.S_ISDIR(st.st_mode):
+                    mtime = None    # restoring children touches them
+            result[os.path.relpath(path, base)] = (st.st_mode, content, mtime)
+    return result
+
+
+@pytest.fixture
+def work(tmp_path):
+    live = tmp_path / 'live'
+    make_live_tree(str(live))
+    return tmp_path
+
+
+def test_push_backup_to_sftp_and_restore(work):
+    """Over the OpenSSH client (the default); the API-level tests above
+    cover --pure-paramiko."""
+    sshd = shared_sshd()
+    repo = sshd.url(str(work / 'repo'))
+    extra = []
+    live = str(work / 'live')
+    ok(obnam(sshd, work / 'home', 'backup', '-r', repo, '--client-name',
+             'laptop', live, *extra))
+    with open(work / 'live' / 'sub' / 'small', 'ab') as f:
+        f.write(b'more\n')
+    ok(obnam(sshd, work / 'home', 'backup', '-r', repo, '--client-name',
+             'laptop', live, *extra))
+    assert (work / 'repo' / 'metadata' / 'format').read_bytes() == b'6\n'
+    gens = ok(obnam(sshd, work / 'home', 'genids', '-r', repo,
+                    '--client-name', 'laptop', *extra)).split()
+    assert len(gens) == 2
+    ok(obnam(sshd, work / 'home', 'restore', '-r', repo, '--client-name',
+             'laptop', '--to', str(work / 'restored'), *extra))
+    assert manifest(str(work / 'restored') + live) == manifest(live)
+    out = ok(obnam(sshd, work / 'home', 'verify', '-r', repo,
+                   '--client-name', 'laptop', live, *extra))
+    assert out == b'Verify did not find problems.\n'
+    ok(obnam(sshd, work / 'home', 'forget', '-r', repo, '--client-name',
+             'laptop', gens[0].decode(), *extra))
+    assert ok(obnam(sshd, work / 'home', 'genids', '-r', repo,
+                    '--client-name', 'laptop', *extra)).split() == gens[1:]
+    ok(obnam(sshd, work / 'home', 'restore', '-r', repo, '--client-name',
+             'laptop', '--to', str(work / 'again'), *extra))
+    assert manifest(str(work / 'again') + live) == manifest(live)
+
+
+def test_pull_backup_from_sftp_root(work):
+    sshd = shared_sshd()
+    live = str(work / 'live')
+    local_repo = str(work / 'repo')
+    ok(obnam(sshd, work / 'home', 'backup', '-r', local_repo,
+             '--client-name', 'webserver', sshd.url(live)))
+    out = ok(obnam(sshd, work / 'home', 'clients', '-r', local_repo))
+    assert out == b'webserver\n'
+    ok(obnam(sshd, work / 'home', 'restore', '-r', local_repo,
+             '--client-name', 'webserver', '--to', str(work / 'restored')))
+    restored = manifest(str(work / 'restored') + live, whole_seconds=True)
+    assert restored == manifest(live, whole_seconds=True)
+    listing = ok(obnam(sshd, work / 'home', 'ls', '-r', local_repo,
+                       '--client-name', 'webserver'))
+    owner = pwd.getpwuid(os.getuid()).pw_name.encode()
+    assert b' %s ' % owner in listing
+
+
+def test_restore_to_sftp_target(work):
+    sshd = shared_sshd()
+    live = str(work / 'live')
+    local_repo = str(work / 'repo')
+    ok(obnam(sshd, work / 'home', 'backup', '-r', local_repo,
+             '--client-name', 'c', live))
+    ok(obnam(sshd, work / 'home', 'restore', '-r', local_repo,
+             '--client-name', 'c', '--to', sshd.url(str(work / 'there'))))
+    restored = manifest(str(work / 'there') + live, whole_seconds=True)
+    assert restored == manifest(live, whole_seconds=True)
+
+
+def test_unknown_host_key_refused_before_anything_is_written(work):
+    sshd = shared_sshd()
+    empty = work / 'empty_known_hosts'
+    empty.write_text('')
+    code, out, err = obnam(sshd, work / 'home', 'backup', '-r',
+                           sshd.url(str(work / 'repo')), str(work / 'live'),
+                           known_hosts=str(empty))
+    assert (code, out) == (1, b'')
+    assert err == b'ERROR: R5F98AX: No known host key for [127.0.0.1]:%d\n' % (
+        sshd.port)
+    assert not (work / 'repo').exists()
+
+
+def test_dropped_connection_mid_backup_then_resume(work):
+    """Kill the session's sshd while a slowed-down backup runs; the error
+    is one line, force-lock clears the dead run's locks, and the next run
+    completes."""
+    sshd = shared_sshd()
+    for i in range(300):
+        with open(work / 'live' / ('f%03d' % i), 'wb') as f:
+            f.write(os.urandom(100) + b'%d' % i)
+    repo_dir = work / 'repo'
+    repo = sshd.url(str(repo_dir))
+    argv = ['/usr/bin/python3', OBNAM, '--no-default-configs', '--quiet',
+            '--ssh-key', sshd.client_key, '--ssh-known-hosts',
+            sshd.known_hosts, '--lock-timeout', '0', '--sftp-delay', '20',
+            'backup', '-r', repo, '--client-name', 'c', str(work / 'live')]
+    env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'),
+           'HOME': str(work / 'home'), 'LC_ALL': 'C.UTF-8'}
+    p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _wait_for_chunk_files(repo_dir, p)
+        assert sshd.kill_sessions() > 0
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 1
+    lines = err.decode().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(
+        'ERROR: R305A1X: Lost the SSH connection to 127.0.0.1: ')
+    ok(obnam(sshd, work / 'home', 'force-lock', '-r', repo,
+             '--client-name', 'c'))
+    ok(obnam(sshd, work / 'home', 'backup', '-r', repo, '--client-name', 'c',
+             str(work / 'live')))
+    ok(obnam(sshd, work / 'home', 'restore', '-r', repo, '--client-name',
+             'c', '--to', str(work / 'restored')))
+    live = str(work / 'live')
+    assert manifest(str(work / 'restored') + live) == manifest(live)
+
+
+def _wait_for_chunk_files(repo_dir, process):
+    """Block until the backup has stored some file data (or has ended)."""
+    chunks = repo_dir / 'chunks'
+    while process.poll() is None:
+        if chunks.exists() and any(files for _, _, files in os.walk(chunks)):
+            return
+        time.sleep(0.01)
+    raise AssertionError('backup ended before the connection was cut: %r'
+                         % (process.communicate(),))
