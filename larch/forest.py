@@ -135,6 +135,22 @@ class Forest:
         if not any(t is tree for t in self.trees):
             raise errors.TreeNotInForest(self.dirname)
 
+    def close(self):
+        """Drop cached nodes and uncommitted changes; the forest is unusable.
+
+        Trees and forest refer to each other, so an abandoned forest is
+        only freed by Python's cycle collector, which may run late; close()
+        releases its memory at once.
+        """
+        store = self.node_store
+        store.cache.clear()
+        store.dirty = set()
+        store.refcounts.groups.clear()
+        store.refcounts.dirty = set()
+        self.trees = []
+        self.broken = errors.ReadOnlyForest(self.dirname)
+        self.allow_writes = False
+
     def commit(self):
         """Make all changes since the last commit durable, atomically."""
         self._check_writable()

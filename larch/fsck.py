@@ -33,7 +33,7 @@ def check_forest(dirname, vfs=None, key_size=None, fix=False,
     try:
         forest = Forest(vfs, prefix, str(dirname), key_size, node_size,
                         fix, None)
-    except errors.Error as e:
+    except Exception as e:  # storage filters raise their own errors
         return problems + [_mark(str(e), False, fix)]
     return problems + check_open_forest(forest, fix=fix,
                                         node_size=node_size)
@@ -137,7 +137,7 @@ def _walk_forest(forest, limit):
         try:
             data = store.read_raw(node_id)
             node = codec.decode(data, key_size, forest.dirname, node_id)
-        except errors.Error as e:
+        except Exception as e:  # a node that cannot be read is damaged
             walk.damaged.append((node_id, _reason(e)))
             continue
         for message in _node_problems(node, len(data), limit, lo, hi,
@@ -215,7 +215,7 @@ def _stored_nonzero_refcounts(forest, problems, fix):
         number = start // GROUP_SIZE
         try:
             group = counts._group(number)
-        except errors.Error as e:
+        except Exception as e:  # so is a refcount group
             problems.append(_mark(str(e), True, fix))
             counts.groups[number] = array.array('H', bytes(2 * GROUP_SIZE))
             counts.dirty.add(number)

@@ -309,3 +309,16 @@ def test_node_size_defaults_to_the_stored_one():
     assert forest.node_size == 128
     new = larch.open_forest(dirname='g', key_size=4, vfs=vfs)
     assert new.node_size == 262144
+
+
+def test_close_releases_nodes_and_refuses_further_changes():
+    vfs = larch.MemoryFS()
+    forest, tree = filled(vfs, 100)
+    tree.insert(key(500), b'uncommitted')
+    forest.close()
+    assert len(forest.node_store.cache) == 0
+    assert forest.trees == []
+    with pytest.raises(errors.ReadOnlyForest):
+        forest.commit()
+    again = open_f(vfs, writes=False)
+    assert again.trees[0].count_range(LOW, HIGH) == 100
