@@ -18,6 +18,7 @@ import pytest
 
 from obnamlib import repo_factory
 from obnamlib.vfs_sftp import SftpFS
+from tests.gpg_fixture import gpg_home  # noqa: F401 (a fixture)
 from tests.obnamlib.repo_interface_conformance import RepositoryConformance
 from tests.obnamlib.test_vfs_sftp import settings_for, shared_sshd
 
@@ -152,6 +153,24 @@ def test_push_backup_to_sftp_and_restore(work):
     ok(obnam(sshd, work / 'home', 'restore', '-r', repo, '--client-name',
              'laptop', '--to', str(work / 'again'), *extra))
     assert manifest(str(work / 'again') + live) == manifest(live)
+
+
+def test_encrypted_backup_over_sftp_then_fsck(work, gpg_home):  # noqa: F811
+    sshd = shared_sshd()
+    repo = sshd.url(str(work / 'repo'))
+    live = str(work / 'live')
+    gpg = ['--gnupghome', gpg_home.path]
+    ok(obnam(sshd, work / 'home', 'backup', '-r', repo, '--client-name', 'c',
+             '--encrypt-with', gpg_home.keys['Alice'], live, *gpg))
+    for dirpath, _, files in os.walk(work / 'repo' / 'chunks'):
+        for name in files:
+            with open(os.path.join(dirpath, name), 'rb') as f:
+                assert b'hello' not in f.read()
+    ok(obnam(sshd, work / 'home', 'restore', '-r', repo, '--client-name', 'c',
+             '--to', str(work / 'restored'), *gpg))
+    assert manifest(str(work / 'restored') + live) == manifest(live)
+    out = ok(obnam(sshd, work / 'home', 'fsck', '-r', repo, *gpg))
+    assert out.endswith(b': no problems\n')
 
 
 def test_pull_backup_from_sftp_root(work):
