@@ -1,8 +1,21 @@
-"""Encryption settings and key management commands (§3.10, §5.15)."""
+"""Encryption settings and key management commands (cli.md §3.10, §5.15).
 
-from obnamlib import plugin
+The encryption itself happens in the storage layer (obnamlib.repo_fs with
+obnamlib.toplevel_keys); these commands show and edit which public keys may
+read each toplevel of the repository.
+"""
+
+from obnamlib import errors, gpg, plugin
 
 GROUP = 'Encryption'
+SHARED_TOPLEVELS = ('chunklist', 'chunks', 'chunksums', 'clientlist')
+NOT_TOPLEVELS = ('metadata',)
+
+
+class KeyIdRequired(errors.ObnamError):
+    code = errors.legacy_code('KeyIdRequired',
+                              'obnamlib.plugins.encryption_plugin')
+    msg = '{command} needs --keyid=KEYID'
 
 
 class EncryptionPlugin(plugin.ObnamPlugin):
@@ -21,7 +34,6 @@ class EncryptionPlugin(plugin.ObnamPlugin):
                  '(default 256)', metavar='BITS', group=GROUP)
         s.string(['gnupghome'], 'home directory for GnuPG', default=None,
                  metavar='DIR', group=GROUP)
-        self.app.accept_unimplemented('keyid', 'key-details')
         add = self.app.add_subcommand
         add('client-keys', self.client_keys)
         add('list-keys', self.list_keys)
@@ -31,26 +43,135 @@ class EncryptionPlugin(plugin.ObnamPlugin):
         add('remove-client', self.remove_client,
             arg_synopsis='[CLIENT-NAME]...')
 
+    # --- helpers -----------------------------------------------------------
+
+    def _in_use(self):
+        """True if --encrypt-with is set; otherwise say so (exit 0)."""
+        if self.app.settings['encrypt-with']:
+            return True
+        self.app.ui.output.write('Warning: Encryption not in use.\n'
+                                 '(Use --encrypt-with to set key.)\n')
+        return False
+
+    def _gnupghome(self):
+        return self.app.settings['gnupghome'] or None
+
+    @staticmethod
+    def _keys(repo):
+        return getattr(repo.fs, 'keys', None)
+
+    @staticmethod
+    def _toplevels(repo):
+        return sorted(name for name in repo.fs.listdir('.')
+                      if name not in NOT_TOPLEVELS and repo.fs.isdir(name))
+
+    def _readable_keys(self, keys, toplevel):
+        """Key ids of a toplevel, or None if it is not encrypted or the
+        caller cannot decrypt its key."""
+        if keys is None or not keys.is_encrypted(toplevel):
+            return None
+        try:
+            return keys.list_keys(toplevel)
+        except errors.ObnamError:
+            return None
+
+    def _shown_key(self, keyid, keyring_uids=None):
+        if not self.app.settings['key-details']:
+            return keyid
+        uids = gpg.user_ids(keyid, self._gnupghome())
+        if not uids and keyring_uids is not None:
+            uids = keyring_uids(keyid)
+        return '%s (%s)' % (keyid, ', '.join(uids))
+
+    def _keyid(self, command):
+        keyid = self.app.settings['keyid']
+        if not keyid:
+            raise KeyIdRequired(command=command)
+        return keyid
+
+    def _client_toplevels(self, repo, client_names):
+        return ['%d' % repo.get_client_id(name) for name in client_names]
+
+    # --- commands ------------------------------------------------------------
+
     def client_keys(self, args):
         """List clients and their keys in the repository"""
-        self.not_implemented('client-keys')
+        if not self._in_use():
+            return
+        with self.app.open_repository() as repo:
+            for name in sorted(repo.get_client_names()):
+                keyid = repo.get_client_key_id(name)
+                if isinstance(keyid, bytes):
+                    keyid = keyid.decode('utf-8', 'replace')
+                shown = self._shown_key(keyid) if keyid else 'no key'
+                self.app.ui.stdout.write('%s %s\n' % (name, shown))
 
     def list_keys(self, args):
         """List keys and the repository toplevels they're used in"""
-        self.not_implemented('list-keys')
+        if not self._in_use():
+            return
+        with self.app.open_repository() as repo:
+            keys = self._keys(repo)
+            users = {}
+            details = {}
+            for toplevel in self._toplevels(repo):
+                for keyid in self._readable_keys(keys, toplevel) or []:
+                    users.setdefault(keyid, []).append(toplevel)
+                    details.setdefault(keyid, toplevel)
+            out = self.app.ui.output
+            for keyid in sorted(users):
+                top = details[keyid]
+                out.write('key: %s\n' % self._shown_key(
+                    keyid, lambda k: keys.key_user_ids(top, k)))
+                for toplevel in users[keyid]:
+                    out.write('  %s\n' % toplevel)
 
     def list_toplevels(self, args):
         """List repository toplevel directories and their keys"""
-        self.not_implemented('list-toplevels')
+        if not self._in_use():
+            return
+        with self.app.open_repository() as repo:
+            keys = self._keys(repo)
+            out = self.app.ui.output
+            for toplevel in self._toplevels(repo):
+                out.write('toplevel: %s\n' % toplevel)
+                for keyid in self._readable_keys(keys, toplevel) or []:
+                    out.write('  %s\n' % self._shown_key(
+                        keyid, lambda k: keys.key_user_ids(toplevel, k)))
 
     def add_key(self, args):
         """Add a key to the repository"""
-        self.not_implemented('add-key')
+        self._change_keys(args, 'add-key', lambda keys, top, keyid:
+                          keys.add_key(top, keyid))
 
     def remove_key(self, args):
         """Remove a key from the repository"""
-        self.not_implemented('remove-key')
+        self._change_keys(args, 'remove-key', lambda keys, top, keyid:
+                          keys.remove_key(top, keyid))
+
+    def _change_keys(self, args, command, change):
+        """Like Obnam 1.x: shared toplevels plus the named clients'
+        directories; takes no locks."""
+        if not self._in_use():
+            return
+        keyid = self._keyid(command)
+        with self.app.open_repository() as repo:
+            keys = self._keys(repo)
+            toplevels = list(SHARED_TOPLEVELS) + \
+                self._client_toplevels(repo, args)
+            for toplevel in toplevels:
+                if keys is not None and keys.is_encrypted(toplevel):
+                    change(keys, toplevel, keyid)
 
     def remove_client(self, args):
         """Remove client and its key from repository"""
-        self.not_implemented('remove-client')
+        if not self._in_use():
+            return
+        with self.app.open_repository() as repo:
+            repo.lock_client_list()
+            existing = repo.get_client_names()
+            for name in args:
+                if name not in existing:
+                    raise errors.RepositoryClientDoesNotExist(client_name=name)
+                repo.remove_client(name)
+            repo.commit_client_list()
