@@ -1,0 +1,393 @@
+"""fsck against injected damage, one fault at a time (issue: fsck).
+
+A repository with two clients and several generations (deflate on, so that
+B-tree nodes carry zlib's checksum; small nodes, so that trees have several
+levels; small chunks, so that files have several) is copied once per fault;
+the fault is injected into the copy; then:
+
+* fsck must report at least one problem (no fault passes as clean);
+* every file of every generation either reads back exactly as before, or
+  fsck named it (its path or an ancestor's, or the B-tree or client list
+  that hides it);
+* for a damaged chunk, fsck names every file that uses it.
+"""
+
+import hashlib
+import os
+import random
+import shutil
+import subprocess
+
+import larch
+import pytest
+
+from obnamlib import errors, filters, fsck_engine, repo_factory
+
+OBNAM = os.path.join(os.path.dirname(__file__), '..', '..', 'bin', 'obnam')
+CLIENTS = ('alpha', 'beta')
+SHARED_FORESTS = {'clientlist': 25, 'chunklist': 8, 'chunksums': 48}
+
+
+def obnam(repo, client, *args):
+    subprocess.run(
+        [OBNAM, '--no-default-configs', '-r', str(repo), '--client-name',
+         client, '--compress-with=deflate', '--node-size=4096',
+         '--chunk-size=16384', '--lock-timeout=0', '--quiet'] + list(args),
+        check=True, capture_output=True)
+
+
+def write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'wb') as f:
+        f.write(data)
+
+
+def make_live(root, rng, round_):
+    shared = bytes(rng.getrandbits(8) for _ in range(40000))
+    write(os.path.join(root, 'shared.bin'), shared)
+    write(os.path.join(root, 'copy', 'shared-again.bin'), shared)
+    for i in range(12):
+        size = rng.choice([0, 10, 3000, 20000, 50000])
+        data = bytes(rng.getrandbits(8) for _ in range(size))
+        write(os.path.join(root, 'd%d' % (i % 3), 'f%d-%d' % (i, round_)),
+              data)
+    os.symlink('shared.bin', os.path.join(root, 'link-%d' % round_))
+
+
+@pytest.fixture(scope='module')
+def pristine(tmp_path_factory):
+    base = tmp_path_factory.mktemp('fsck-inject')
+    repo = base / 'repo'
+    rng = random.Random(7)
+    for client in CLIENTS:
+        live = base / ('live-' + client)
+        for round_ in range(2):
+            make_live(str(live), rng, round_)
+            obnam(repo, client, 'backup', str(live))
+    expected = read_everything(repo)
+    assert check(repo) == []
+    return repo, expected
+
+
+def open_repo(path):
+    return repo_factory.open_repository(url=str(path), lock_timeout=0)
+
+
+def check(path, **options):
+    repo = open_repo(path)
+    try:
+        return fsck_engine.Fsck(repo, fsck_engine.FsckOptions(**options)).run()
+    finally:
+        repo.close()
+
+
+def read_everything(path):
+    """{(client, gen, path): sha1 or an error text} of every regular file."""
+    found = {}
+    repo = open_repo(path)
+    try:
+        for client in CLIENTS:
+            try:
+                gens = repo.get_generation_ids(client)
+            except (errors.ObnamError, larch.Error) as e:
+                found[(client, None, None)] = 'error: %s' % e
+                continue
+            for gen in gens:
+                read_generation(repo, client, gen, found)
+    finally:
+        repo.close()
+    return found
+
+
+def read_generation(repo, client, gen, found):
+    number = repo.make_generation_spec(gen)
+    stack = [b'/']
+    while stack:
+        path = stack.pop()
+        try:
+            md = repo.get_metadata(gen, path)
+            if md.isdir():
+                stack.extend(os.path.join(path, c)
+                             for c in repo.get_file_children(gen, path))
+            elif md.isreg():
+                data = b''.join(repo.get_chunk_content(c) for c in
+                                repo.get_file_chunk_ids(gen, path))
+                found[(client, number, path)] = hashlib.sha1(data).hexdigest()
+        except (errors.ObnamError, larch.Error) as e:
+            found[(client, number, path)] = 'error: %s' % e
+
+
+# --- faults ------------------------------------------------------------------
+
+def files_under(repo, top, part):
+    result = []
+    for dirpath, _, names in os.walk(os.path.join(repo, top)):
+        rel = os.path.relpath(dirpath, repo)
+        if '/new' in '/' + rel or '/delete' in '/' + rel:
+            continue
+        for name in names:
+            if name in ('key', 'userkeys', 'lock') or name.startswith('tmp'):
+                continue
+            path = os.path.join(rel, name)
+            if part == 'nodes' and '/nodes/' in '/' + path:
+                result.append(path)
+            elif part == 'refcounts' and '/refcounts/' in '/' + path:
+                result.append(path)
+            elif part == 'chunks' and top == 'chunks':
+                result.append(path)
+            elif part == 'metadata' and path == top + '/metadata':
+                result.append(path)
+    return sorted(result)
+
+
+def delete(repo, rel, other):
+    os.remove(os.path.join(repo, rel))
+
+
+def truncate(repo, rel, other):
+    path = os.path.join(repo, rel)
+    os.truncate(path, os.path.getsize(path) // 2)
+
+
+def flip(repo, rel, other):
+    path = os.path.join(repo, rel)
+    with open(path, 'rb') as f:
+        data = f.read()
+    with open(path, 'wb') as f:
+        f.write(flipped(rel, data))
+
+
+def flipped(rel, data):
+    """data with one bit flipped where it changes what the file says.
+
+    Some bits of a deflate stream (code lengths of unused symbols) change
+    nothing when flipped; such a flip is no damage, so we move on to the
+    next byte.  In a forest's metadata we flip inside root_ids: its
+    node_size line is informational and last_id may legally be larger."""
+    start = len(data) // 2
+    if rel.endswith('/metadata') and b'root_ids = ' in data:
+        start = data.index(b'root_ids = ') + len(b'root_ids = ')
+    for position in range(start, len(data)):
+        candidate = bytearray(data)
+        candidate[position] ^= 0x04
+        if decoded(candidate) != decoded(data):
+            return bytes(candidate)
+    raise AssertionError('no bit of %s changes its content' % rel)
+
+
+def decoded(data):
+    try:
+        return filters.unwrap(bytes(data), None, filename='x')
+    except errors.ObnamError as e:
+        return e.code
+
+
+def swap(repo, rel, other):
+    a, b = os.path.join(repo, rel), os.path.join(repo, other)
+    tmp = a + '.swap'
+    os.rename(a, tmp)
+    os.rename(b, a)
+    os.rename(tmp, b)
+
+
+FILE_FAULTS = (delete, truncate, flip, swap)
+
+
+def client_forests(repo):
+    return sorted(name for name in os.listdir(repo) if name.isdigit())
+
+
+def file_fault_cases(repo):
+    cases = []
+    forests = list(SHARED_FORESTS) + client_forests(repo)
+    chunk_files = files_under(repo, 'chunks', 'chunks')
+    picks = chunk_files[::max(1, len(chunk_files) // 6)][:6]
+    for rel in picks:
+        other = chunk_files[(chunk_files.index(rel) + 1) % len(chunk_files)]
+        cases += [(op, rel, other) for op in FILE_FAULTS]
+    for forest in forests:
+        nodes = files_under(repo, forest, 'nodes')
+        for rel in (nodes[0], nodes[-1], nodes[len(nodes) // 2]):
+            other = nodes[(nodes.index(rel) + 1) % len(nodes)]
+            cases += [(op, rel, other) for op in FILE_FAULTS]
+        refcounts = files_under(repo, forest, 'refcounts')[0]
+        others = [f for f in forests if f != forest]
+        other_refcounts = files_under(repo, others[0], 'refcounts')[0]
+        cases += [(op, refcounts, other_refcounts) for op in FILE_FAULTS]
+        cases += [(op, forest + '/metadata', others[0] + '/metadata')
+                  for op in FILE_FAULTS]
+    return cases
+
+
+# --- what a fault may hide ------------------------------------------------------
+
+def covered(report, client, gen, path):
+    text = '\n'.join(report)
+    if 'client %s' % client in text or 'clientlist' in text \
+            or 'client list' in text:
+        return True
+    where = '%s:%s: ' % (client, gen)
+    parts = path.split(b'/')
+    for i in range(1, len(parts) + 1):
+        prefix = b'/'.join(parts[:i]) or b'/'
+        if where + prefix.decode() in text:
+            return True
+    return False
+
+
+def assert_undamaged_files_read_back(repo, expected, report):
+    now = read_everything(repo)
+    for key, sha1 in expected.items():
+        client, gen, path = key
+        if now.get(key) == sha1:
+            continue
+        assert covered(report, client, gen, path), (
+            'file %r changed (%s) but fsck did not say: %s'
+            % (key, now.get(key), report))
+
+
+def test_a_clean_repository_has_no_problems(pristine):
+    repo, _ = pristine
+    assert check(repo) == []
+
+
+def test_every_file_fault_is_found(pristine, tmp_path):
+    repo, expected = pristine
+    cases = file_fault_cases(str(repo))
+    assert len(cases) >= 100
+    for i, (op, rel, other) in enumerate(cases):
+        copy = tmp_path / ('c%d' % i)
+        shutil.copytree(repo, copy)
+        op(str(copy), rel, other)
+        report = check(copy)
+        assert report, 'fsck missed %s of %s' % (op.__name__, rel)
+        assert_undamaged_files_read_back(copy, expected, report)
+        if rel.startswith('chunks/'):
+            assert_chunk_users_named(copy, expected, rel, report)
+        shutil.rmtree(copy)
+
+
+def assert_chunk_users_named(copy, expected, rel, report):
+    chunk_id = int(os.path.basename(rel), 16)
+    text = '\n'.join(report)
+    users = chunk_users(copy, chunk_id)
+    assert users
+    for client, gen, path in users:
+        assert '%s:%s: %s' % (client, gen, path.decode()) in text, (
+            '%s:%s %s uses %x; fsck said %s' % (client, gen, path,
+                                                chunk_id, report))
+
+
+def chunk_users(path, chunk_id):
+    repo = open_repo(path)
+    users = []
+    try:
+        for client in CLIENTS:
+            for gen in repo.get_generation_ids(client):
+                for file_path in files_of(repo, gen):
+                    if chunk_id in repo.get_file_chunk_ids(gen, file_path):
+                        users.append((client, repo.make_generation_spec(gen),
+                                      file_path))
+    finally:
+        repo.close()
+    return users
+
+
+def files_of(repo, gen):
+    stack = [b'/']
+    while stack:
+        path = stack.pop()
+        md = repo.get_metadata(gen, path)
+        if md.isdir():
+            stack.extend(os.path.join(path, c)
+                         for c in repo.get_file_children(gen, path))
+        elif md.isreg():
+            yield path
+
+
+# --- index entries and journals ---------------------------------------------
+
+def remove_index_entry(copy, forest_name, which):
+    repo = open_repo(copy)
+    forest = larch.open_forest(dirname=forest_name,
+                               key_size=SHARED_FORESTS[forest_name],
+                               node_size=4096, allow_writes=True,
+                               vfs=repo.fs)
+    tree = forest.trees[-1]
+    pairs = list(tree.lookup_range(b'\0' * SHARED_FORESTS[forest_name],
+                                   b'\xff' * SHARED_FORESTS[forest_name]))
+    tree.remove(pairs[which % len(pairs)][0])
+    forest.commit()
+
+
+@pytest.mark.parametrize('forest_name', ['chunklist', 'chunksums'])
+@pytest.mark.parametrize('which', [0, 7, -1])
+def test_a_removed_index_entry_is_found_and_fixed(pristine, tmp_path,
+                                                  forest_name, which):
+    repo, expected = pristine
+    copy = tmp_path / 'copy'
+    shutil.copytree(repo, copy)
+    remove_index_entry(copy, forest_name, which)
+    report = check(copy)
+    assert any(forest_name in line for line in report), report
+    fixed = check(copy, fix=True, rm_unused=True)
+    assert all(line.endswith('[fixed]') for line in fixed), fixed
+    assert check(copy) == []
+    assert read_everything(copy) == expected
+
+
+def leave_rolled_back_journal(copy, forest):
+    write(os.path.join(copy, forest, 'new', 'nodes', '0', '0', '0', 'fffff'),
+          b'\0half-written node')
+
+
+def leave_unfinished_commit(copy, forest):
+    shutil.copy(os.path.join(copy, forest, 'metadata'),
+                os.path.join(copy, forest, 'new', 'metadata'))
+
+
+@pytest.mark.parametrize('journal', [leave_rolled_back_journal,
+                                     leave_unfinished_commit])
+def test_a_half_finished_journal_is_found_and_fixed(pristine, tmp_path,
+                                                    journal):
+    repo, expected = pristine
+    for forest in list(SHARED_FORESTS) + client_forests(str(repo)):
+        copy = tmp_path / forest
+        shutil.copytree(repo, copy)
+        os.makedirs(os.path.join(copy, forest, 'new'), exist_ok=True)
+        journal(str(copy), forest)
+        report = check(copy)
+        assert any('journal' in line for line in report), report
+        assert read_everything(copy) == expected
+        check(copy, fix=True)
+        assert check(copy) == []
+        assert read_everything(copy) == expected
+        shutil.rmtree(copy)
+
+
+def test_fix_repairs_refcounts_without_losing_files(pristine, tmp_path):
+    repo, expected = pristine
+    for forest in list(SHARED_FORESTS) + client_forests(str(repo)):
+        copy = tmp_path / forest
+        shutil.copytree(repo, copy)
+        delete(str(copy), files_under(str(copy), forest, 'refcounts')[0], None)
+        assert check(copy)
+        fixed = check(copy, fix=True)
+        assert fixed and all(line.endswith('[fixed]') for line in fixed), fixed
+        assert check(copy) == []
+        assert read_everything(copy) == expected
+        shutil.rmtree(copy)
+
+
+def test_unused_chunk_is_reported_and_removed(pristine, tmp_path):
+    repo, expected = pristine
+    copy = tmp_path / 'copy'
+    shutil.copytree(repo, copy)
+    stray = os.path.join(copy, 'chunks', '1', '2', '3', 'abcdef')
+    write(stray, b'\0not used by anyone')
+    assert check(copy) == ['chunk abcdef not used by anyone']
+    assert check(copy, rm_unused=True) == [
+        'chunk abcdef not used by anyone; deleting']
+    assert not os.path.exists(stray)
+    assert check(copy) == []
+    assert read_everything(copy) == expected
