@@ -177,13 +177,25 @@ class BackupEngine:
         return self.progress
 
     def _check_roots(self, roots):
+        """lstat of each root; R79ED6X if one is missing or is a symlink
+        to a directory (storing just the link is never what was meant)."""
         stats = []
         for root in roots:
             try:
-                stats.append(self.fs.lstat(root))
+                st = self.fs.lstat(root)
             except (OSError, obnamlib.errors.ObnamError):
                 raise BackupRootDoesNotExist(root=root)
+            if stat_module.S_ISLNK(st.st_mode) and self._lists(root):
+                raise BackupRootDoesNotExist(root=root)
+            stats.append(st)
         return stats
+
+    def _lists(self, path):
+        try:
+            self.fs.scandir(path)
+        except (OSError, obnamlib.errors.ObnamError):
+            return False
+        return True
 
     def _add_client(self):
         self.progress.what('adding client')

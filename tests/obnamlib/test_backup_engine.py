@@ -221,6 +221,19 @@ def test_nonexistent_root_is_an_error_before_anything_is_written(tmp_path):
     assert reopen(tmp_path / 'repo').get_client_names() == []
 
 
+def test_root_that_is_a_symlink_to_a_directory_is_refused(tmp_path):
+    (tmp_path / 'real').mkdir()
+    os.symlink('real', tmp_path / 'link')
+    with pytest.raises(backup_engine.BackupRootDoesNotExist):
+        backup(tmp_path / 'repo', [tmp_path / 'link'])
+    (tmp_path / 'file').write_bytes(b'f')
+    os.symlink('file', tmp_path / 'file-link')
+    backup(tmp_path / 'repo', [tmp_path / 'file-link'])
+    repo, gens = generations(tmp_path / 'repo')
+    md = repo.get_metadata(gens[-1], os.fsencode(tmp_path / 'file-link'))
+    assert md.islink() and md.target == b'file'
+
+
 def test_type_change_file_to_directory_and_back(tmp_path):
     live = tmp_path / 'live'
     live.mkdir()
