@@ -307,6 +307,40 @@ def test_ssh_config_host_alias(sshd, tmp_path):
         fs.close()
 
 
+def wrapper_script(path, body):
+    path.write_text('#!/bin/sh\n' + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_ssh_command_runs_instead_of_ssh(sshd, tmp_path):
+    marker = tmp_path / 'ran'
+    config = tmp_path / 'ssh_config'
+    config.write_text('Host backupbox\n  HostName 127.0.0.1\n  Port %d\n'
+                      '  User %s\n' % (sshd.port, sshd.user))
+    command = wrapper_script(tmp_path / 'myssh', 'echo "$@" > %s\n'
+                             'exec ssh -F %s "$@"\n' % (marker, config))
+    settings = settings_for(sshd, 'openssh', **{'ssh-command': command})
+    fs = SftpFS('sftp://backupbox%s' % tmp_path, settings)
+    try:
+        assert 'ran' in fs.listdir('')
+        assert type(fs.connection).__name__ == 'OpenSSHConnection'
+    finally:
+        fs.close()
+    assert marker.read_text().split()[-2:] == ['backupbox', 'sftp']
+
+
+def test_missing_ssh_command_falls_back_to_paramiko(sshd, tmp_path):
+    settings = settings_for(sshd, 'openssh', **{
+        'ssh-command': str(tmp_path / 'no-such-ssh')})
+    fs = SftpFS(sshd.url(str(tmp_path)), settings)
+    try:
+        assert type(fs.connection).__name__ == 'ParamikoConnection'
+        assert 'home' in fs.listdir('')
+    finally:
+        fs.close()
+
+
 def test_nothing_listening_is_a_one_line_error(sshd, transport):
     from tests.sshd_server import free_port
     port = free_port()
