@@ -257,6 +257,41 @@ def test_dropped_connection_mid_backup_then_resume(work):
     assert manifest(str(work / 'restored') + live) == manifest(live)
 
 
+def test_two_clients_back_up_at_once(work):
+    """Both runs finish (the chunk-index locks wait for each other) and the
+    repository checks clean."""
+    sshd = shared_sshd()
+    repo = sshd.url(str(work / 'repo'))
+    ok(obnam(sshd, work / 'home', 'backup', '-r', repo, '--client-name',
+             'first', str(work / 'live')))
+    for name in ('a', 'b'):
+        tree = work / name
+        tree.mkdir()
+        for i in range(50):
+            (tree / str(i)).write_bytes(os.urandom(2000))
+    runs = [subprocess.Popen(
+        ['/usr/bin/python3', OBNAM, '--no-default-configs', '--quiet',
+         '--ssh-key', sshd.client_key, '--ssh-known-hosts', sshd.known_hosts,
+         '--checkpoint', '20k', 'backup', '-r', repo, '--client-name', name,
+         str(work / name)],
+        env={'PATH': os.environ.get('PATH', '/usr/bin:/bin'),
+             'HOME': str(work / 'home'), 'LC_ALL': 'C.UTF-8'},
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE) for name in ('a', 'b')]
+    results = [(p.wait(120), p.stdout.read(), p.stderr.read()) for p in runs]
+    for p in runs:
+        p.stdout.close()
+        p.stderr.close()
+    assert results == [(0, b'', b''), (0, b'', b'')]
+    out = ok(obnam(sshd, work / 'home', 'fsck', '-r', repo))
+    assert out.endswith(b': no problems\n')
+    for name in ('a', 'b'):
+        ok(obnam(sshd, work / 'home', 'restore', '-r', repo, '--client-name',
+                 name, '--to', str(work / ('r' + name))))
+        tree = str(work / name)
+        assert manifest(str(work / ('r' + name)) + tree) == manifest(tree)
+
+
 def _wait_for_chunk_files(repo_dir, process):
     """Block until the backup has stored some file data (or has ended)."""
     chunks = repo_dir / 'chunks'
