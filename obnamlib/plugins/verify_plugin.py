@@ -5,15 +5,14 @@ and the paths, and reports failures where Obnam 1.x did: on stdout, or on
 stderr with --quiet; success is one line on stdout.
 """
 
-import os
 import time
 
 import cliapp
 
 import obnamlib.errors
 import obnamlib.verifier
-import obnamlib.vfs
 from obnamlib import plugin
+from obnamlib.plugins.backup_plugin import open_live_fs
 
 
 class WrongNumberOfGenerationsForVerify(obnamlib.errors.ObnamError):
@@ -39,8 +38,7 @@ class VerifyPlugin(plugin.ObnamPlugin):
         if not roots:
             raise cliapp.AppException(
                 'Setting root has no value, but one is required')
-        paths = [os.fsencode(os.path.abspath(p)) for p in roots]
-        fs = obnamlib.vfs.open_vfs('/', settings)
+        fs, paths = open_live_fs(roots, settings)
         display = VerifyDisplay(self.app.ui.progress())
         try:
             with self.app.open_repository(lock='none') as repo:

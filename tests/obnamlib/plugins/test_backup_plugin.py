@@ -243,6 +243,13 @@ def test_sftp_root_backs_up_remote_live_data(tmp_path, live):
                        '--ssh-known-hosts', server.known_hosts,
                        'backup', url + '/')
     assert result.returncode == 0, result.stderr
+    with SshdServer() as server:
+        result = obnam(tmp_path, repo_arg(tmp_path),
+                       '--ssh-key', server.client_key,
+                       '--ssh-known-hosts', server.known_hosts,
+                       'verify', server.url(str(live)))
+    assert (result.returncode, result.stdout) == (
+        0, b'Verify did not find problems.\n'), result.stderr
     repo, gen = latest(tmp_path)
     # SFTP (protocol 3) carries whole-second times only.
     assert whole_seconds(generation_manifest(repo, gen, live)) == \
