@@ -204,3 +204,39 @@ def test_client_keys(tmp_path, homes):
     assert ok(obnam(tmp_path, alice, 'c1', enc, '--key-details',
                     'client-keys')).splitlines()[0] == (
         'with-key %s (Alice <alice@example.com>)' % keyid(alice, 'Alice'))
+
+
+@pytest.fixture
+def reference_home():
+    home = GpgHome('gr')
+    home.import_reference()
+    yield home
+    home.cleanup()
+
+
+def test_obnam_1x_encrypted_repository_continued(tmp_path, reference_home,
+                                                 monkeypatch):
+    """Back up into the encrypted reference repository with its key; the
+    old generations still match their manifests, the new one restores."""
+    from tests.gpg_fixture import REFERENCE_KEY
+    from tests.obnamlib.fmt_6 import reference_repos as rr
+    from tests.obnamlib.fmt_6.test_reference_repos import \
+        test_generation_matches_manifest as matches_manifest
+    rr.unpack(rr.ENCRYPTED, str(tmp_path))
+    live = make_live(tmp_path / 'live', 'new generation')
+    enc = '--encrypt-with=%s' % REFERENCE_KEY
+    ok(obnam(tmp_path, reference_home, 'havelock', enc, 'backup', live))
+    ok(obnam(tmp_path, reference_home, 'havelock', enc, 'restore', '--to',
+             tmp_path / 'out'))
+    assert read_tree(tmp_path / 'out' / str(live).lstrip('/')) == \
+        read_tree(live)
+    monkeypatch.setenv('GNUPGHOME', reference_home.path)
+    from obnamlib import repo_factory
+    repo = repo_factory.open_repository(url=str(tmp_path / 'repo'))
+    assert [int(g) for g in repo.get_generation_ids('havelock')][:2] == [2, 5]
+    assert len(repo.get_generation_ids('havelock')) == 3
+    for index in (0, 1):
+        matches_manifest(str(tmp_path), index)
+    for name in ('clientlist', 'chunks', 'chunklist', 'chunksums'):
+        key = (tmp_path / 'repo' / name / 'key').read_bytes()
+        assert len(gpg.decrypt(key, reference_home.path)) == 64
