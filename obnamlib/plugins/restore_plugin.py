@@ -113,6 +113,7 @@ class UiReporter(restorer.RestoreReporter):
         self.files = 0
         self.bytes = 0
         self.total_bytes = None
+        self.next_update = 0
         if full:
             self.total_bytes = _generation_key(repo, gen, 'total_data')
 
@@ -132,7 +133,10 @@ class UiReporter(restorer.RestoreReporter):
 
     def restored(self, path, metadata):
         self.files += 1
-        self.progress.status(self._status(path))
+        now = time.time()
+        if now >= self.next_update:
+            self.next_update = now + 0.1
+            self.progress.status(self._status(path))
 
     def _status(self, path):
         elapsed = max(time.time() - self.started, 1e-9)
