@@ -54,9 +54,12 @@ run_obnam()
 
 # attempt CMD...: run CMD, keep its stdout, stderr and exit code for
 # the THEN steps; never fail the step itself.
+# The command runs with shell tracing off (steps run under `sh -x`, whose
+# trace would otherwise end up in the captured stderr).
 attempt()
 {
-    if "$@" > "$DATADIR/attempt.stdout" 2> "$DATADIR/attempt.stderr"
+    if ( { set +x; } 2> /dev/null; "$@" ) \
+            > "$DATADIR/attempt.stdout" 2> "$DATADIR/attempt.stderr"
     then
         echo 0 > "$DATADIR/attempt.exit"
     else
@@ -94,6 +97,20 @@ restored_path()
 same_manifests()
 {
     diff -u "$1" "$2"
+}
+
+# Compare a file of expected bytes with what a command wrote; on a
+# difference, show both (od -c makes invisible characters visible).
+same_file_contents()
+{
+    if ! cmp "$1" "$2"
+    then
+        echo "expected:" 1>&2
+        od -c "$1" 1>&2
+        echo "got:" 1>&2
+        od -c "$2" 1>&2
+        return 1
+    fi
 }
 
 # nth_genid USER REPO N: the Nth generation id (1 = oldest) of USER.
