@@ -26,13 +26,17 @@ class GpgMissing(errors.ObnamError):
     msg = 'Cannot run gpg ({reason}); encryption needs GnuPG installed'
 
 
-class NoSecretKey(errors.GpgError):
-    """The user lacks the secret half of the key they named (one line)."""
-    msg = 'gpg failed: No secret key for {keyid} (gnupghome {gnupghome})'
+def no_secret_key(keyid, gnupghome):
+    """The error Obnam 1.x gave (R0C79EX), naming the key and home."""
+    return errors.GpgError(
+        returncode=2, stderr='gpg: %s: No secret key (GnuPG home %s)' % (
+            keyid, _shown_home(gnupghome)))
 
 
-class PublicKeyNotFound(errors.GpgError):
-    msg = 'gpg failed: no public key {keyid} in keyring (gnupghome {gnupghome})'
+def no_public_key(keyid, gnupghome):
+    return errors.GpgError(
+        returncode=2, stderr='gpg: %s: No public key (GnuPG home %s)' % (
+            keyid, _shown_home(gnupghome)))
 
 
 def _environment():
@@ -94,7 +98,7 @@ def _export(keyid, gnupghome):
     except errors.GpgError:
         blob = b''
     if not blob:
-        raise PublicKeyNotFound(keyid=keyid, gnupghome=_shown_home(gnupghome))
+        raise no_public_key(keyid, gnupghome)
     return blob
 
 
@@ -109,7 +113,7 @@ def has_secret_key(keyid, gnupghome=None):
 
 def require_secret_key(keyid, gnupghome=None):
     if not has_secret_key(keyid, gnupghome):
-        raise NoSecretKey(keyid=keyid, gnupghome=_shown_home(gnupghome))
+        raise no_secret_key(keyid, gnupghome)
 
 
 def decrypt(data, gnupghome=None):

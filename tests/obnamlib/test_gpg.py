@@ -19,12 +19,13 @@ def test_export_public_key_by_fingerprint_and_user_id(gpg_home):
     assert gpg.keyring_key_ids(by_uid) == [fpr[-16:]]
 
 
-def test_export_unknown_key_is_one_line_error(gpg_home):
-    with pytest.raises(gpg.PublicKeyNotFound) as info:
+def test_export_unknown_key_is_gpg_error(gpg_home):
+    with pytest.raises(errors.GpgError) as info:
         gpg.export_public_key('DEADBEEFDEADBEEF', gnupghome=gpg_home.path)
-    assert info.value.code == 'R0C79EX'
-    assert len(str(info.value).splitlines()) == 1
-    assert 'DEADBEEFDEADBEEF' in str(info.value)
+    assert str(info.value) == (
+        'R0C79EX: gpg failed with exit code 2:\n'
+        'gpg: DEADBEEFDEADBEEF: No public key (GnuPG home %s)'
+        % gpg_home.path)
 
 
 def test_default_gnupghome_from_environment(gpg_home, monkeypatch):
@@ -59,9 +60,11 @@ def test_decrypt_without_secret_key_carries_gpg_stderr(gpg_home,
 def test_secret_key_checks(gpg_home, empty_gpg_home):
     assert gpg.has_secret_key(gpg_home.keys['Alice'], gpg_home.path)
     assert not gpg.has_secret_key(gpg_home.keys['Alice'], empty_gpg_home.path)
-    with pytest.raises(gpg.NoSecretKey) as info:
+    with pytest.raises(errors.GpgError) as info:
         gpg.require_secret_key('ABCDEF01', empty_gpg_home.path)
-    assert str(info.value).startswith('R0C79EX: gpg failed: No secret key')
+    assert str(info.value) == (
+        'R0C79EX: gpg failed with exit code 2:\n'
+        'gpg: ABCDEF01: No secret key (GnuPG home %s)' % empty_gpg_home.path)
 
 
 def test_keyring_remove(gpg_home):

@@ -83,10 +83,11 @@ def test_key_without_secret_half_refused(tmp_path, gpg_home):
         other.gpg('--import', input=gpg.export_public_key(
             gpg_home.keys['Alice'], gpg_home.path))
         base = larch.vfs.LocalFS(str(tmp_path))
-        with pytest.raises(gpg.NoSecretKey) as info:
+        with pytest.raises(errors.GpgError) as info:
             toplevel_keys.ToplevelKeys(base, gpg_home.keys['Alice'],
                                        gnupghome=other.path)
-    assert str(info.value).startswith('R0C79EX: gpg failed: No secret key')
+    assert str(info.value).startswith('R0C79EX: gpg failed with exit code')
+    assert 'No secret key' in str(info.value)
     assert os.listdir(str(tmp_path)) == []
 
 

@@ -118,7 +118,10 @@ def test_unknown_secret_key_is_R0C79EX(tmp_path, homes):
     result = obnam(tmp_path, alice, 'c1', '--encrypt-with=%s' %
                    alice.keys['Bob'], 'backup', live)
     assert result.returncode == 1
-    assert result.stderr.startswith('ERROR: R0C79EX: gpg failed: No secret')
+    assert result.stderr == (
+        'ERROR: R0C79EX: gpg failed with exit code 2:\n'
+        'gpg: %s: No secret key (GnuPG home %s)\n'
+        % (alice.keys['Bob'], alice.path))
     assert not (tmp_path / 'repo' / 'clientlist').exists()
 
 
