@@ -155,8 +155,6 @@ def unpacked(request, tmp_path_factory):
 @pytest.mark.parametrize('index', [0, 1])
 def test_restore_reference_generation_via_obnam_decryption(
         unpacked, reference_gpg_home, tmp_path, index):
-    pytest.importorskip('obnamlib.toplevel_keys',
-                        reason='decryption layer (toplevel keys) not there yet')
     repo = repo_factory.open_repository(
         {'gnupghome': reference_gpg_home.path},
         url=str(unpacked / 'repo'))
@@ -214,8 +212,6 @@ def test_manifest_parser_reads_every_field():
 
 def test_obnam_restore_command_on_encrypted_reference(
         reference_gpg_home, tmp_path):
-    pytest.importorskip('obnamlib.toplevel_keys',
-                        reason='decryption layer (toplevel keys) not there yet')
     ref = unpack(rr.ENCRYPTED, tmp_path / 'ref')
     for index, gen in ((1, '2'), (2, '5')):
         target = tmp_path / ('restored-%d' % index)
