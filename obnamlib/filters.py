@@ -84,6 +84,21 @@ def _decompress(data, filename):
         raise CorruptCompressedData(filename=filename, reason=str(e))
 
 
+def unwrap_format5(data, decrypt=None, filename=''):
+    """The payload of a format-5 file (format-6.md §14): no tags; with
+    both filters the file is zlib(encrypted(payload)), so the zlib layer
+    (when present) comes off first, then decryption if the toplevel has a
+    key."""
+    if data[:1] == b'\x78':
+        try:
+            data = zlib.decompress(data)
+        except zlib.error:
+            pass    # not compressed after all: an unfiltered payload
+    if decrypt is not None:
+        data = decrypt(data)
+    return data
+
+
 def tags_of(data):
     """The outer tags visible without decrypting (for tests and fsck)."""
     found = []

@@ -19,14 +19,20 @@ def normalise(path):
     return '/'.join(part for part in path.split('/') if part not in ('', '.'))
 
 
-def is_filtered(path):
+def is_filtered(path, format5=False):
     path = normalise(path)
-    return (path not in UNFILTERED_PATHS and
-            path.rsplit('/', 1)[-1] not in UNFILTERED_NAMES)
+    if path in UNFILTERED_PATHS and not format5:
+        return False
+    return path.rsplit('/', 1)[-1] not in UNFILTERED_NAMES
 
 
 def toplevel_of(path):
     return normalise(path).split('/', 1)[0]
+
+
+class Format5IsReadOnly(errors.ObnamError):
+    code = errors.legacy_code('Format5IsReadOnly', 'obnamlib.repo_fs')
+    msg = 'Repository format 5 can be read but not written'
 
 
 def default_cipher():
@@ -44,10 +50,13 @@ class RepositoryFS:
     `prepare_toplevel(toplevel)` (makes `key`/`userkeys` of a new toplevel).
     cipher: `encrypt(data, passphrase)` / `decrypt(data, passphrase)`;
     default: in-process OpenPGP (obnamlib.openpgp).
+    format5: read a format-5 repository (no tags, §14); read-only.
     """
 
-    def __init__(self, base, compress=False, keys=None, cipher=None):
+    def __init__(self, base, compress=False, keys=None, cipher=None,
+                 format5=False):
         self.base = base
+        self.format5 = format5
         self.compress = compress
         self.keys = keys
         self._cipher = cipher
@@ -69,9 +78,21 @@ class RepositoryFS:
 
     def read_file(self, path):
         data = self.read_raw(path)
-        if not is_filtered(path):
+        if not is_filtered(path, self.format5):
             return data
+        if self.format5:
+            return filters.unwrap_format5(data, self._format5_decryptor(path),
+                                          filename=path)
         return filters.unwrap(data, self._decryptor(path), filename=path)
+
+    def _format5_decryptor(self, path):
+        """Format 5 has no tags: decrypt exactly when the toplevel has a key."""
+        if self.keys is None:
+            return None
+        passphrase = self.keys.symmetric_key(toplevel_of(path))
+        if passphrase is None:
+            return None
+        return lambda data: self.cipher.decrypt(data, passphrase)
 
     def write_file(self, path, data):
         self.write_raw(path, self._wrap_for(path, data))
@@ -81,6 +102,8 @@ class RepositoryFS:
         self._create_raw(path, self._wrap_for(path, data))
 
     def _wrap_for(self, path, data):
+        if self.format5:
+            raise Format5IsReadOnly()
         if not is_filtered(path):
             return data
         return filters.wrap(data, self.compress, self._encryptor(path))

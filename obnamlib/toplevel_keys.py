@@ -133,9 +133,8 @@ class ToplevelKeys:
         return self.base.exists(self._path(toplevel, KEY))
 
     def symmetric_key(self, toplevel):
-        """The toplevel's passphrase text, or None if it has no key."""
-        if toplevel in UNENCRYPTED_TOPLEVELS:
-            return None
+        """The toplevel's passphrase text, or None if it has no key
+        (`metadata` has one only in format 5)."""
         with self.lock:
             if toplevel not in self.cache:
                 self.cache[toplevel] = self._read_key(toplevel)

@@ -110,3 +110,14 @@ def test_tags_of():
     stored = filters.wrap(b'q' * 100, compression=True)
     assert filters.tags_of(stored) == [b'deflate']
     assert filters.tags_of(b'encrypt1\0...') == [b'encrypt1']
+
+
+def test_format5_unwrap_layers():
+    cipher = XorCipher()
+    payload = b'[metadata]\n'
+    both = zlib.compress(cipher.encrypt(payload, 'k'))
+    assert filters.unwrap_format5(
+        both, lambda d: cipher.decrypt(d, 'k')) == payload
+    assert filters.unwrap_format5(zlib.compress(payload)) == payload
+    assert filters.unwrap_format5(payload) == payload
+    assert filters.unwrap_format5(b'x not zlib') == b'x not zlib'

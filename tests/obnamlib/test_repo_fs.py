@@ -175,3 +175,58 @@ def test_real_openpgp_cipher_is_default_and_gpg_reads_it(tmp_path,
     assert inner == b'deflate\0' + zlib.compress(b'\0' + b'content ' * 100)
     assert fs.read_file('chunks/0/0/0/1') == b'content ' * 100
     assert b'content' not in raw
+
+
+def test_format5_reference_repository_reads(tmp_path):
+    """Obnam 0.27's format 5: no tags, zlib over ciphertext, metadata/format
+    filtered too (format-6.md §14); read through the format-6 code."""
+    import calendar
+    import tarfile
+    import time
+    from obnamlib import toplevel_keys
+    from obnamlib.fmt_6.repo_fmt_6 import RepositoryFormat6
+    from tests.gpg_fixture import GpgHome, REFERENCE_DIR
+    from tests.obnamlib.fmt_6 import reference_repos as rr
+    with tarfile.open(REFERENCE_DIR +
+                      '/repo-format-5-encrypted-gzipped.tar.gz') as tar:
+        tar.extractall(str(tmp_path))
+    with GpgHome('g5') as home:
+        home.import_reference()
+        base = larch.vfs.LocalFS(str(tmp_path / 'repo'))
+        keys = toplevel_keys.ToplevelKeys(base, gnupghome=home.path)
+        fs = repo_fs.RepositoryFS(base, keys=keys, format5=True)
+        assert fs.read_file('metadata/format') == b'5\n'
+        assert fs.read_file('clientlist/metadata').startswith(b'[metadata]')
+        with pytest.raises(repo_fs.Format5IsReadOnly):
+            fs.write_file('clientlist/x', b'')
+        repo = RepositoryFormat6(fs)
+        assert repo.get_client_names() == ['rainyday']
+        assert repo.get_client_key_id('rainyday') == '1B321347'
+        gen = repo.get_generation_ids('rainyday')[-1]
+        manifest = rr.parse_manifest(str(tmp_path / 'data.summain'))
+        assert len(manifest) == 5
+        root = [p for p in _walk(repo, gen, b'/') if p.endswith(b'/data')]
+        assert len(root) == 1
+        hashed = 0
+        for name, facts in manifest.items():
+            path = root[0][:-len(b'data')] + name.encode()
+            md = repo.get_metadata(gen, path)
+            assert '%o' % md.st_mode == facts['Mode']
+            stamp = facts['Mtime'].rsplit(' ', 1)[0]
+            sec, _, frac = stamp.partition('.')
+            assert md.st_mtime_sec == calendar.timegm(
+                time.strptime(sec, '%Y-%m-%d %H:%M:%S'))
+            assert md.st_mtime_nsec == int(frac.ljust(9, '0'))
+            if 'SHA1' in facts:
+                import hashlib
+                data = b''.join(repo.get_chunk_content(c) for c in
+                                repo.get_file_chunk_ids(gen, path))
+                assert hashlib.sha1(data).hexdigest() == facts['SHA1']
+                hashed += 1
+        assert hashed == 1
+
+
+def _walk(repo, gen, path):
+    yield path
+    for name in repo.get_file_children(gen, path):
+        yield from _walk(repo, gen, path.rstrip(b'/') + b'/' + name)
