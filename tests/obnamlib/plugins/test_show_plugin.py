@@ -247,3 +247,21 @@ def test_real_backup_listed(tmp_path):
     assert lines[2].startswith('-rw')
     assert lines[2].split()[4] == '4'
     assert lines[2].endswith(' %s/file' % live)
+
+
+def test_names_that_are_not_utf8_come_out_as_stored(tmp_path):
+    path = tmp_path / 'repo'
+    repo = h.open_repo(path, create=True)
+    h.add_generation(repo, h.tree({b'/home/liw/caf\xe9': h.reg(b'x')}), T1)
+    h.add_generation(repo, h.tree(), T2)
+    repo.close()
+    result = run(path, 'ls', '--generation=2', '/home/liw')
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1].endswith(b' /home/liw/foo')
+    assert b' /home/liw/caf\xe9\n' in result.stdout
+    result = run(path, 'diff', 'latest')
+    assert result.stdout == b'- /home/liw/caf\xe9\n'
+    out = tmp_path / 'out'
+    assert run(path, 'kdirstat', '--generation=2', '--output', out
+               ).returncode == 0
+    assert b'F\t/home/liw/caf\xe9\t1\t0x562fbc6d\n' in out.read_bytes()
