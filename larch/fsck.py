@@ -33,8 +33,11 @@ def check_forest(dirname, vfs=None, key_size=None, fix=False,
     try:
         forest = Forest(vfs, prefix, str(dirname), key_size, node_size,
                         fix, None)
-    except Exception as e:  # storage filters raise their own errors
+    except errors.Error as e:
         return problems + [_mark(str(e), False, fix)]
+    except Exception as e:  # storage filters raise their own errors
+        return problems + [_mark('forest %s: cannot be opened: %s'
+                                 % (dirname, e), False, fix)]
     return problems + check_open_forest(forest, fix=fix,
                                         node_size=node_size)
 

@@ -24,6 +24,7 @@ SHARED_FORESTS = ((CLIENTLIST, keys.CLIENTLIST_KEY_SIZE),
                   (CHUNKLIST, keys.CHUNKLIST_KEY_SIZE),
                   (CHUNKSUMS, keys.CHUNKSUMS_KEY_SIZE))
 _TREES = re.compile(r'\(trees ([0-9,]+|none)\)')
+_HEX_KEY = re.compile(r'^([0-9a-f]{2}){8,}$')
 
 
 class Fmt6Checker:
@@ -85,10 +86,13 @@ class Fmt6Checker:
 
     def _key_opens(self, key_store, toplevel):
         try:
-            key_store.symmetric_key(toplevel)
+            key = key_store.symmetric_key(toplevel)
         except errors.ObnamError as e:
             return ['%s: cannot open its encryption key: %s'
                     % (self._toplevel_name(toplevel), e.first_line())]
+        if not _HEX_KEY.match(key or ''):
+            return ['%s: its key file does not hold a key (format-6.md '
+                    '§4.1: hex text)' % self._toplevel_name(toplevel)]
         return []
 
     def check_forests(self, shared=True, per_client=True,
