@@ -8,9 +8,16 @@ plus the CLOSE in flight; a directory listing with attributes is one
 READDIR round trip per ~100 entries.  Reads and writes use the largest
 request OpenSSH's sftp-server accepts.
 
-Replacing a file atomically uses OpenSSH's `posix-rename@openssh.com` (plain
-SFTP rename refuses an existing target).  Locks are exclusive creates
-(SSH_FXF_EXCL), which are atomic on the server's filesystem.
+Missing directories are made with every MKDIR of the chain in flight.
+
+Consistency when the connection dies at any point (format-6.md OPEN-7):
+`write_file` writes a temporary file (`tmp...`, a name larch ignores) and
+renames it over the target with OpenSSH's `posix-rename@openssh.com`, so
+readers see the old or the new file; `create_file` (chunks) renames its
+temporary file with the protocol's own RENAME, which refuses an existing
+target, so it is both atomic and exclusive; locks are exclusive creates
+(SSH_FXF_EXCL).  A dead connection leaves at most a temporary file and the
+locks (removed by force-lock); every later call raises SftpConnectionLost.
 
 Paths: StorageFS methods take `str` paths relative to the URL's path; the
 live-data methods take `bytes` paths, absolute on the server (relative ones
@@ -251,7 +258,11 @@ class SftpFS(VirtualFileSystem):
         self._has_lsetstat = True
         self.connection = connection or ssh_auth.open_sftp(self.target)
         self.sftp = self.connection.sftp
-        self.root_bytes = self._resolve_root(self.parsed)
+        try:
+            self.root_bytes = self._resolve_root(self.parsed)
+        except BaseException:
+            self.close()
+            raise
         self.root = os.fsdecode(self.root_bytes)
 
     def __repr__(self):
@@ -280,7 +291,7 @@ class SftpFS(VirtualFileSystem):
         return self._resolve_root(parsed)
 
     def _lost(self, error):
-        reason = str(error) or type(error).__name__
+        reason = str(error).rstrip(': ') or type(error).__name__
         last = getattr(self.connection, 'stderr_lines', None)
         if last:
             reason = '%s (%s)' % (reason, last[-1])
