@@ -1,6 +1,7 @@
 """The restore engine against a real format-6 repository on disk."""
 
 import errno
+import re
 import hashlib
 import os
 import stat
@@ -472,3 +473,53 @@ def test_real_non_root_restore(tmp_path):
         assert os.listxattr(os.path.join(restored, 'x')) == ['user.u']
     finally:
         shutil.rmtree(top)
+
+
+def test_damaged_nodes_fail_per_object_or_cleanly(tmp_path):
+    """Each node of the client's B-tree damaged in turn: the restore either
+    stops with a coded error (the generation's root) or names the objects
+    it could not restore and restores the rest; never anything else."""
+    import obnamlib.repo_factory
+    live = tmp_path / 'live'
+    for i in range(10):
+        (live / ('d%02d' % i)).mkdir(parents=True)
+        for j in range(12):
+            write(live / ('d%02d' % i) / ('f%02d' % j), b'%d-%d' % (i, j))
+    repo = obnamlib.repo_factory.open_repository(
+        url=str(tmp_path / 'repo'), create=True, lock_timeout=0,
+        node_size=4096)
+    repo.lock_client_list()
+    repo.add_client(rh.CLIENT)
+    repo.commit_client_list()
+    rh.store_tree(repo, str(live))
+    client_dir = [n for n in os.listdir(tmp_path / 'repo') if n.isdigit()][0]
+    nodes = sorted(os.path.join(d, n) for d, _, names in
+                   os.walk(tmp_path / 'repo' / client_dir / 'nodes')
+                   for n in names)
+    assert len(nodes) > 10
+    partial = 0
+    for number, node in enumerate(nodes):
+        with open(node, 'rb') as f:
+            good = f.read()
+        write(node, b'\0garbage')
+        target = tmp_path / ('out%d' % number)
+        try:
+            again = obnamlib.repo_factory.open_repository(
+                url=str(tmp_path / 'repo'), node_size=4096)
+            gen = again.get_generation_ids(rh.CLIENT)[-1]
+            r, rep = restorer(again, gen, target)
+            r.restore()
+        except obnamlib.restorer.RestoreErrors:
+            assert rep.errors or rep.notes
+            for line in rep.errors:
+                assert re.match(r'^Failed to restore /\S*: R[0-9A-F]{5}X: ',
+                                line), line
+            for line in rep.notes:
+                assert line.startswith('File checksum restore error: /'), line
+            if any(names for _, _, names in os.walk(target)):
+                partial += 1
+        except obnamlib.errors.ObnamError as e:
+            assert e.code == 'RB0D42X'
+        finally:
+            write(node, good)
+    assert partial > 0
