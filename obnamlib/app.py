@@ -95,7 +95,8 @@ class ObnamSettings(cliapp.Settings):
 
 
 def _check_file_value(pathname, name, setting):
-    """Integers must be integers; a choice outside the list is logged."""
+    """Integers must be integers and choices one of the listed words: a
+    one-line error now, instead of a traceback later."""
     if isinstance(setting, cliapp.settings.IntegerSetting):
         try:
             setting.value
@@ -105,13 +106,9 @@ def _check_file_value(pathname, name, setting):
                 % (pathname, name, setting._string_value))
     if isinstance(setting, cliapp.settings.ChoiceSetting):
         if setting.value not in setting.choices:
-            _early_warnings.append(
+            raise cliapp.AppException(
                 '%s: %s = %s is not one of %s' %
                 (pathname, name, setting.value, ', '.join(setting.choices)))
-
-
-# Warnings found before the log is set up; logged once it is.
-_early_warnings = []
 
 
 class ObnamApp(cliapp.Application):
@@ -266,12 +263,6 @@ class ObnamApp(cliapp.Application):
     def _log_traceback(self, what):
         if self._logging_ready:
             logging.critical('%s\n%s', what, traceback.format_exc())
-
-    def setup_logging(self):
-        super().setup_logging()
-        for warning in _early_warnings:
-            logging.warning('%s', warning)
-        del _early_warnings[:]
 
     def log_config(self):
         logging.info('obnam version %s starts', __version__)

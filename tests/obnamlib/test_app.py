@@ -704,3 +704,32 @@ def test_dump_repo(home, tmp_path):
     assert [f['pathname'] for f in files] == ['/', '/f\\xff']
     assert files[1]['metadata']['md5'] == '01' * 16
     assert files[1]['chunk-ids'] == []
+
+
+def test_bad_choice_in_config_file(home, tmp_path):
+    """cliapp would fail later with a traceback-like optparse error; say it
+    in one line, naming the file."""
+    conf = write_config(tmp_path / 'c.conf', '[config]\ndeduplicate = maybe\n')
+    assert run(['--config', conf, 'list-formats'], home) == (
+        1, b'', b'ERROR: %s: deduplicate = maybe is not one of fatalist, '
+        b'never, verify\n' % conf.encode())
+
+
+def test_log_none_writes_no_file(home, tmp_path):
+    code, out, err = run(['--log', 'none', 'list-formats'], home,
+                         env={'PWD': str(tmp_path)})
+    assert (code, out, err) == (0, b'6\n', b'')
+    assert not os.path.exists('none')
+
+
+def test_log_to_stderr(home):
+    code, out, err = run(['--log', 'stderr', 'list-formats'], home)
+    assert (code, out) == (0, b'6\n')
+    assert err.decode().splitlines()[0].startswith('INFO obnam version ')
+
+
+def test_unwritable_output_file_is_a_system_error(home, tmp_path):
+    target = tmp_path / 'no-such-dir' / 'out'
+    assert run(['--output', str(target), 'list-formats'], home) == (
+        1, b'', b'ERROR: RD5FA4X: System error: %s: 2: No such file or '
+        b'directory\n' % str(target).encode())
