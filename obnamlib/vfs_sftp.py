@@ -196,21 +196,46 @@ def _status_error(msg, path):
                    text, name)
 
 
-class _RemoteStat:
-    """Build os.stat_result values from SFTP attributes (protocol v3)."""
+class RemoteStat:
+    """What lstat/scandir return: os.stat_result's fields, from SFTP v3
+    attributes, plus the owner and group names the server itself shows
+    (`st_username`, `st_groupname`: bytes, or None when not known)."""
 
-    @staticmethod
-    def make(attrs, path):
+    __slots__ = ('st_mode', 'st_ino', 'st_dev', 'st_nlink', 'st_uid',
+                 'st_gid', 'st_size', 'st_atime', 'st_mtime', 'st_ctime',
+                 'st_atime_ns', 'st_mtime_ns', 'st_ctime_ns', 'st_blocks',
+                 'st_blksize', 'st_rdev', 'st_username', 'st_groupname')
+
+    def __init__(self, attrs, path, longname=None):
         mtime = _signed32(attrs.st_mtime or 0)
         atime = _signed32(attrs.st_atime or 0)
-        size = attrs.st_size or 0
-        fields = (attrs.st_mode or 0, _fake_inode(path), 0, 1,
-                  attrs.st_uid or 0, attrs.st_gid or 0, size,
-                  atime, mtime, mtime)
-        extra = {'st_atime_ns': atime * 10**9, 'st_mtime_ns': mtime * 10**9,
-                 'st_ctime_ns': mtime * 10**9, 'st_blocks': (size + 511) // 512,
-                 'st_blksize': 4096, 'st_rdev': 0}
-        return os.stat_result(fields, extra)
+        self.st_mode = attrs.st_mode or 0
+        self.st_ino = _fake_inode(path)
+        self.st_dev = 0
+        self.st_nlink = 1
+        self.st_uid = attrs.st_uid or 0
+        self.st_gid = attrs.st_gid or 0
+        self.st_size = attrs.st_size or 0
+        self.st_atime, self.st_mtime, self.st_ctime = atime, mtime, mtime
+        self.st_atime_ns = atime * 10**9
+        self.st_mtime_ns = self.st_ctime_ns = mtime * 10**9
+        self.st_blocks = (self.st_size + 511) // 512
+        self.st_blksize = 4096
+        self.st_rdev = 0
+        self.st_username, self.st_groupname = _owner_names(longname)
+
+    def __repr__(self):
+        return 'RemoteStat(mode=%o, size=%d, mtime=%d)' % (
+            self.st_mode, self.st_size, self.st_mtime)
+
+
+def _owner_names(longname):
+    """Owner and group from an `ls -l` style line (OpenSSH fills them in
+    from the server's user database; numbers mean it had no name)."""
+    fields = (longname or b'').split(None, 4)
+    if len(fields) < 5:
+        return None, None
+    return tuple(None if name.isdigit() else name for name in fields[2:4])
 
 
 def _signed32(value):
@@ -386,11 +411,11 @@ class SftpFS(VirtualFileSystem):
     @_live_errors(ObnamSystemError)
     def lstat(self, path):
         full = self._abs(path)
-        return _RemoteStat.make(self._attrs(proto.CMD_LSTAT, full, path), full)
+        return RemoteStat(self._attrs(proto.CMD_LSTAT, full, path), full)
 
     def stat(self, path):
         full = self._abs(path)
-        return _RemoteStat.make(self._attrs(proto.CMD_STAT, full, path), full)
+        return RemoteStat(self._attrs(proto.CMD_STAT, full, path), full)
 
     @_live_errors(ObnamSystemError)
     def exists(self, path):
@@ -422,7 +447,7 @@ class SftpFS(VirtualFileSystem):
     # --- directory listing ------------------------------------------------
 
     def _read_dir(self, full, path):
-        """[(name_bytes, SFTPAttributes)] of directory `full`, no . or .."""
+        """[(name, SFTPAttributes, longname)] of `full`, without . and ..."""
         _, msg = self._call(proto.CMD_OPENDIR, full, path=path)
         handle = msg.get_binary()
         entries = []
@@ -443,18 +468,20 @@ class SftpFS(VirtualFileSystem):
                     break
         finally:
             self._close_handle(handle)
-        return [(n, a) for n, a in entries if n not in (b'.', b'..')]
+        return [entry for entry in entries if entry[0] not in (b'.', b'..')]
 
     def listdir(self, path):
         full = self._abs(path)
         return [n.decode('utf-8', 'surrogateescape')
-                for n, _ in self._read_dir(full, path)]
+                for n, _, _ in self._read_dir(full, path)]
 
     @_live_errors(ObnamSystemError)
     def scandir(self, path):
         full = self._abs(path)
-        return sorted((name, _RemoteStat.make(attrs, _join(full, name)))
-                      for name, attrs in self._read_dir(full, path))
+        entries = [(name, RemoteStat(attrs, _join(full, name), longname))
+                   for name, attrs, longname in self._read_dir(full, path)]
+        entries.sort(key=lambda entry: entry[0])
+        return entries
 
     # --- whole files (StorageFS) ------------------------------------------
 
@@ -827,13 +854,13 @@ def _temp_name(full):
 
 
 def _names_from(msg):
-    """(filename bytes, attrs) pairs from an SSH_FXP_NAME reply."""
+    """(filename, attrs, longname) from an SSH_FXP_NAME reply."""
     count = msg.get_int()
     result = []
     for _ in range(count):
         name = msg.get_string()
-        msg.get_string()          # longname, ls -l style: not needed
-        result.append((name, SFTPAttributes._from_msg(msg)))
+        longname = msg.get_string()
+        result.append((name, SFTPAttributes._from_msg(msg), longname))
     return result
 
 

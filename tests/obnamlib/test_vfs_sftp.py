@@ -524,6 +524,10 @@ def test_scandir_gives_bytes_names_and_stats(fs, remote_dir):
     assert stat.S_ISLNK(entries[b'link'].st_mode)
     assert stat.S_ISDIR(entries[b'sub'].st_mode)
     assert fs.lstat(odd).st_ino == st.st_ino
+    owner = pwd.getpwuid(local.st_uid).pw_name.encode()
+    assert st.st_username == owner
+    assert st.st_groupname is not None
+    assert fs.lstat(odd).st_username is None     # LSTAT carries no names
     assert fs.readlink(os.fsencode(remote_dir / 'link')) == b'caf'
 
 
