@@ -11,6 +11,7 @@ killed at any moment therefore leaves every kept generation whole; at
 worst some chunks of a removed generation stay behind unused.
 """
 
+from obnamlib import errors
 from obnamlib import forget_policy
 from obnamlib import listing
 from obnamlib import repo_interface as ri
@@ -85,32 +86,57 @@ def remove_generations(repo, client_name, gen_ids, progress=None):
     repo.lock_everything(); this ends with commit_everything (on an error
     the caller's unlock discards only the removal under way).
     progress(done, total) is called after each removal."""
-    protected = chunks_of_other_clients(repo, client_name)
+    guard = _SharedChunkGuard(repo, client_name, gen_ids)
     for done, gen_id in enumerate(gen_ids, 1):
-        _remove_one(repo, client_name, gen_id, protected,
+        _remove_one(repo, client_name, gen_id, guard,
                     last=done == len(gen_ids))
         if progress is not None:
             progress(done, len(gen_ids))
     repo.commit_everything()
 
 
-def chunks_of_other_clients(repo, client_name):
-    """Chunk ids that other clients' generations use.  The indexes should
-    say so already (an entry per user), but repositories whose writers
-    did not index re-used chunks exist; a chunk another client uses is
-    never offered for deletion, whatever the indexes say."""
-    used = set()
-    for other in repo.get_client_names():
-        if other != client_name:
-            for gen_id in repo.get_generation_ids(other):
-                used |= repo.get_generation_chunk_ids(gen_id)
-    return used
+class _SharedChunkGuard:
+    """Keeps chunks alive that other clients' generations use.
+
+    The indexes should hold an entry per client using a chunk, but
+    repositories whose writers did not index re-used chunks exist; if
+    this client dropped the only entry of a chunk another client uses,
+    the chunk file would be deleted under that client.  So before a
+    chunk this client may stop using is dropped, an entry for one other
+    client that uses it is (re)recorded.  Chunks the generations this
+    forget keeps still use need nothing."""
+
+    def __init__(self, repo, client_name, gen_ids):
+        self.repo = repo
+        self.users = {}
+        for other in repo.get_client_names():
+            if other != client_name:
+                for gen_id in repo.get_generation_ids(other):
+                    for chunk_id in repo.get_generation_chunk_ids(gen_id):
+                        self.users.setdefault(chunk_id, other)
+        self.kept = set()
+        if self.users:
+            doomed = set(int(g) for g in gen_ids)
+            for gen_id in repo.get_generation_ids(client_name):
+                if int(gen_id) not in doomed:
+                    self.kept |= repo.get_generation_chunk_ids(gen_id)
+
+    def protect(self, chunk_ids):
+        for chunk_id in sorted(chunk_ids):
+            user = self.users.get(chunk_id)
+            if user is None or chunk_id in self.kept:
+                continue
+            try:
+                self.repo.put_chunk_into_indexes(chunk_id, None, user)
+            except errors.RepositoryChunkDoesNotExist:
+                pass    # already gone; nothing left to protect
 
 
-def _remove_one(repo, client_name, gen_id, protected, last):
+def _remove_one(repo, client_name, gen_id, guard, last):
     """The client commit comes first: once a generation is gone, nothing
     needs the chunks the index commit then deletes."""
-    candidates = repo.get_generation_chunk_ids(gen_id) - protected
+    candidates = repo.get_generation_chunk_ids(gen_id)
+    guard.protect(candidates)
     repo.remove_generation(gen_id)
     repo.remove_unused_chunks(client_name, candidates)
     if last:

@@ -206,3 +206,40 @@ def test_chunk_another_client_uses_without_index_entry_survives(repo):
     remove(repo, h.CLIENT, [mine])
     assert repo.get_chunk_content(shared) == b'shared'
     assert shared in repo.get_chunk_ids()
+
+
+def index_users(repo, chunk_id):
+    _, triples = repo.get_chunk_index_entries()
+    return sorted(client_id for _, cid, client_id in triples
+                  if cid == chunk_id)
+
+
+def test_shared_chunk_goes_when_its_last_user_forgets_it(repo):
+    [mine] = hourly(repo, 1)
+    [theirs] = hourly(repo, 1, client='other')
+    shared = repo.get_file_chunk_ids(mine, b'/home/liw/shared')[0]
+    ids = sorted([repo.get_client_id(h.CLIENT), repo.get_client_id('other')])
+    assert index_users(repo, shared) == ids
+    remove(repo, h.CLIENT, [mine])
+    assert index_users(repo, shared) == [repo.get_client_id('other')]
+    assert shared in repo.get_chunk_ids()
+    remove(repo, 'other', [theirs])
+    assert index_users(repo, shared) == []
+    assert repo.get_chunk_ids() == []
+
+
+def test_missing_index_entry_of_another_user_is_recorded(repo):
+    [mine] = hourly(repo, 1)
+    shared = repo.get_file_chunk_ids(mine, b'/home/liw/shared')[0]
+    repo.lock_client_list()
+    repo.add_client('other')
+    repo.commit_client_list()
+    repo.lock_client('other')
+    theirs = repo.create_generation('other', now=5000)
+    repo.set_metadata(theirs, b'/f', h.reg(b'shared' * 50)[0])
+    repo.set_file_chunk_ids(theirs, b'/f', [shared])     # no index entry
+    repo.commit_client('other', now=5001)
+    remove(repo, h.CLIENT, [mine])
+    assert index_users(repo, shared) == [repo.get_client_id('other')]
+    remove(repo, 'other', [theirs])
+    assert repo.get_chunk_ids() == []
