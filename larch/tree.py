@@ -183,52 +183,47 @@ class Tree:
         forest = self._forest
         if not forest.allow_writes or forest.broken is not None:
             self._check_writable()
-        if not self._insert_fast(key, value):
-            self._guarded(self._insert_slow, key, value)
-
-    def _insert_fast(self, key, value):
-        """Change an unshared leaf in place if nothing else must change."""
+        # Fast path, inline because it is the hot spot of every backup:
+        # descend through cached, unshared nodes and change the leaf in
+        # place if it still fits and its first key stays the same.
         store = self._store
         cache = store.cache
-        counts = self._rc
-        groups = counts.groups
         node = cache.get(self._root_id)
-        if node is None:
-            return False
-        cache.move_to_end(self._root_id)
-        while not node.is_leaf:
-            i = bisect_right(node.keys, key) - 1
-            if i < 0:
-                return False
-            child_id = node.children[i]
-            group = groups.get(child_id >> GROUP_BITS)
-            if group is None:
-                if counts.get(child_id) != 1:
-                    return False
-            elif group[child_id & GROUP_MASK] != 1:
-                return False
-            node = cache.get(child_id)
-            if node is None:
-                node = store.load(child_id)
+        if node is not None:
+            groups = self._rc.groups
+            while not node.is_leaf:
+                i = bisect_right(node.keys, key) - 1
+                if i < 0:
+                    break
+                child_id = node.children[i]
+                group = groups.get(child_id >> GROUP_BITS)
+                if group is None or group[child_id & GROUP_MASK] != 1:
+                    break
+                node = cache.get(child_id)
+                if node is None:
+                    node = store.load(child_id)
+                else:
+                    cache.move_to_end(child_id)
             else:
-                cache.move_to_end(child_id)
-        keys = node.keys
-        j = bisect_left(keys, key)
-        if j < len(keys) and keys[j] == key:
-            values = node.values
-            size = node.size + len(value) - len(values[j])
-            if size > self._ns:
-                return False
-            values[j] = value
-        else:
-            size = node.size + self._pair_overhead + len(value)
-            if size > self._ns or j == 0:
-                return False
-            keys.insert(j, key)
-            node.values.insert(j, value)
-        node.size = size
-        store.dirty.add(node.id)
-        return True
+                keys = node.keys
+                j = bisect_left(keys, key)
+                if j < len(keys) and keys[j] == key:
+                    values = node.values
+                    size = node.size + len(value) - len(values[j])
+                    if size <= self._ns:
+                        values[j] = value
+                        node.size = size
+                        store.dirty.add(node.id)
+                        return
+                else:
+                    size = node.size + self._pair_overhead + len(value)
+                    if size <= self._ns and j > 0:
+                        keys.insert(j, key)
+                        node.values.insert(j, value)
+                        node.size = size
+                        store.dirty.add(node.id)
+                        return
+        self._guarded(self._insert_slow, key, value)
 
     def _guarded(self, change, *args):
         """Run a structural change; any failure midway poisons the forest.

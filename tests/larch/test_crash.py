@@ -140,19 +140,17 @@ def child(root, countdown, report_fd):
 def run_child(root, rnd):
     """Start a writer, kill it, return the last commit number it reported."""
     read_fd, write_fd = os.pipe()
-    countdown = rnd.randrange(1, 200) if rnd.random() < 0.5 else 0
+    countdown = rnd.randrange(1, 45) if rnd.random() < 0.5 else 0
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
         child(root, countdown, write_fd)
     os.close(write_fd)
     started = os.read(read_fd, 1)
-    if not countdown and started == b'S':
-        time.sleep(rnd.uniform(0, 0.03))
-    try:
+    if not countdown:
+        if started == b'S':
+            time.sleep(rnd.uniform(0, 0.03))
         os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     _, status = os.waitpid(pid, 0)
     data = b''
     while True:
@@ -200,6 +198,5 @@ def test_sigkill_during_commits_never_loses_or_mixes_states(tmp_path):
         assert not after.overlay
         assert after.consistency_problems(NODE_SIZE) == []
         current = number
-    assert current > 30
-    print("commits", current, "overlays", overlays)
+    assert current > KILLS
     assert overlays > 0
