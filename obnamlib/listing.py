@@ -39,16 +39,37 @@ def generation_times(repo, gen_id):
     return started, ended
 
 
-def generations_line(repo, gen_id):
+def generations_lines(repo, gen_ids):
+    """`generations` output for gen_ids (oldest first), without newlines.
+    A checkpoint without counts of its own shows those of the generation
+    before it, as 1.x did (its tree was a clone that carried them)."""
+    lines = []
+    counts = (0, 0)
+    for gen_id in gen_ids:
+        files = repo.get_generation_key(gen_id, ri.GEN_FILE_COUNT)
+        data = repo.get_generation_key(gen_id, ri.GEN_TOTAL_DATA)
+        checkpoint = repo.get_generation_key(gen_id, ri.GEN_IS_CHECKPOINT)
+        if checkpoint and files is None and data is None:
+            files, data = counts
+        counts = (files or 0, data or 0)
+        lines.append(generations_line(repo, gen_id, counts, checkpoint))
+    return lines
+
+
+def generations_line(repo, gen_id, counts=None, checkpoint=None):
     """`GENID<TAB>START .. END (N files, M bytes) [(checkpoint)]` without
-    the newline; normal lines end in a space."""
+    the newline; normal lines end in a space.  counts: (files, bytes) to
+    show instead of the generation's own."""
     started, ended = generation_times(repo, gen_id)
-    files = repo.get_generation_key(gen_id, ri.GEN_FILE_COUNT) or 0
-    data = repo.get_generation_key(gen_id, ri.GEN_TOTAL_DATA) or 0
-    checkpoint = repo.get_generation_key(gen_id, ri.GEN_IS_CHECKPOINT)
+    if counts is None:
+        counts = (repo.get_generation_key(gen_id, ri.GEN_FILE_COUNT) or 0,
+                  repo.get_generation_key(gen_id, ri.GEN_TOTAL_DATA) or 0)
+    if checkpoint is None:
+        checkpoint = repo.get_generation_key(gen_id, ri.GEN_IS_CHECKPOINT)
     return '%s\t%s .. %s (%d files, %d bytes) %s' % (
         repo.make_generation_spec(gen_id), local_time(started),
-        local_time(ended), files, data, ' (checkpoint)' if checkpoint else '')
+        local_time(ended), counts[0], counts[1],
+        ' (checkpoint)' if checkpoint else '')
 
 
 def ls_header(repo, gen_id):

@@ -112,8 +112,9 @@ class ShowPlugin(plugin.ObnamPlugin):
         """List backup generations for client"""
         with self.app.open_repository() as repo:
             self.require_client(repo)
-            for gen_id in repo.get_generation_ids(self.client_name):
-                self.stdout(listing.generations_line(repo, gen_id))
+            gen_ids = repo.get_generation_ids(self.client_name)
+            for line in listing.generations_lines(repo, gen_ids):
+                self.stdout(line)
 
     def genids(self, args):
         """List generation ids for client"""

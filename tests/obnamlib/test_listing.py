@@ -141,6 +141,24 @@ def test_generations_lines(repo, helsinki):
         '+0200)' % int(g1))
 
 
+def test_checkpoint_without_counts_shows_previous_ones(repo):
+    g1 = h.add_generation(repo, h.tree(), 1000, file_count=4,
+                          total_data=10)
+    g2 = h.add_generation(repo, h.tree(), 2000, checkpoint=True)
+    g3 = h.add_generation(repo, h.tree(), 3000, checkpoint=True,
+                          file_count=2, total_data=3)
+    g4 = h.add_generation(repo, h.tree(), 4000)
+    g5 = h.add_generation(repo, h.tree(), 5000, checkpoint=True)
+    lines = listing.generations_lines(repo, [g1, g2, g3, g4, g5])
+    counts = [line.split(' (')[1].split(')')[0] for line in lines]
+    assert counts == ['4 files, 10 bytes', '4 files, 10 bytes',
+                      '2 files, 3 bytes', '0 files, 0 bytes',
+                      '0 files, 0 bytes']
+    assert lines[1].endswith(' bytes)  (checkpoint)')
+    first_checkpoint = listing.generations_lines(repo, [g2])
+    assert '(0 files, 0 bytes)  (checkpoint)' in first_checkpoint[0]
+
+
 def test_walk_order(repo):
     files = {
         b'/': h.dir_(),

@@ -51,7 +51,7 @@ def test_generations_exact_and_ignore_output(repo_path, tmp_path):
         '2\t2015-10-27 20:21:30 +0200 .. 2015-10-27 20:21:35 +0200 '
         '(7 files, 5007 bytes) \n'
         '5\t2015-11-26 20:21:30 +0200 .. 2015-11-26 20:22:35 +0200 '
-        '(0 files, 0 bytes)  (checkpoint)\n')
+        '(7 files, 5007 bytes)  (checkpoint)\n')     # counts inherited
     assert text(run(repo_path, 'generations')) == expected
     out = tmp_path / 'out'
     assert text(run(repo_path, 'generations', '--output', out)) == expected
