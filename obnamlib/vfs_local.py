@@ -43,9 +43,10 @@ _NOATIME = getattr(os, 'O_NOATIME', 0)
 class LocalFile:
     """An open live file; OS errors become ObnamIOError naming the file."""
 
-    def __init__(self, path, fd):
+    def __init__(self, path, fd, reading=False):
         self.path = path
         self.fd = fd
+        self.reading = reading
 
     def _fail(self, exc):
         raise _io_error(self.path, exc) from exc
@@ -91,6 +92,8 @@ class LocalFile:
     def close(self):
         if self.fd is not None:
             fd, self.fd = self.fd, None
+            if self.reading:
+                _drop_from_page_cache(fd)
             try:
                 os.close(fd)
             except OSError as e:
@@ -243,7 +246,7 @@ class LocalFS(obnamlib.vfs.VirtualFileSystem):
             fd = _open_noatime(path)
         except OSError as e:
             raise _io_error(path, e) from e
-        return LocalFile(path, fd)
+        return LocalFile(path, fd, reading=True)
 
     def open_write(self, path):
         try:
@@ -310,6 +313,14 @@ def _open_noatime(path):
         except PermissionError:
             pass
     return os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+
+
+def _drop_from_page_cache(fd):
+    """Backups read everything once: do not evict everyone else's cache."""
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    except (OSError, AttributeError):
+        pass
 
 
 def _create(path):
