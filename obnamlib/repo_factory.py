@@ -14,7 +14,8 @@ from obnamlib import errors
 
 FORMAT_FILE = 'metadata/format'
 FORMAT_6 = '6'
-SUPPORTED_FORMATS = (FORMAT_6,)
+FORMAT_5 = '5'
+SUPPORTED_FORMATS = (FORMAT_6, FORMAT_5)
 
 DEFAULTS = {
     'repository': None,
@@ -61,6 +62,7 @@ def open_repository(settings=None, vfs=None, create=False, url=None,
     ready StorageFS with filters (tests); then nothing else is built.
     create=True (backup) makes the directory and `metadata/format` if
     missing.  Overrides: setting names, e.g. node_size=4096, lock_timeout=0.
+    Encryption problems are found before anything is written.
     """
     opts = _Settings(settings, overrides)
     url = url or opts['repository']
@@ -68,11 +70,15 @@ def open_repository(settings=None, vfs=None, create=False, url=None,
         raise errors.RepositorySettingMissingError()
     if repo_fs is None:
         if vfs is None:
-            vfs = _open_raw_vfs(url, opts, create)
-        _check_format(vfs, url, create)
-        repo_fs = _repository_fs(vfs, url, opts)
+            _check_local_root(url, create)
+            vfs = _open_raw_vfs(url, opts)
+        keys = _toplevel_keys(vfs, opts)
+        if create:
+            _make_root(vfs, url)
+        found = _check_format(vfs, url, create, keys)
+        repo_fs = _repository_fs(vfs, opts, keys, found)
     else:
-        _check_format(repo_fs, url, create)
+        _check_format(repo_fs, url, create, None)
     from obnamlib.fmt_6.repo_fmt_6 import RepositoryFormat6
     return RepositoryFormat6(repo_fs, node_size=int(opts['node-size']),
                              lock_timeout=int(opts['lock-timeout']),
@@ -83,22 +89,17 @@ def _is_local(url):
     return urllib.parse.urlparse(url).scheme == ''
 
 
-def _open_raw_vfs(url, opts, create):
-    if _is_local(url):
-        _prepare_local_root(url, create)
-    try:
-        from obnamlib import vfs as vfs_module
-    except ImportError:
-        vfs_module = None
-    if vfs_module is None:
-        if not _is_local(url):
-            raise errors.UnknownVFSError(url=url)
-        return None     # _repository_fs falls back to local storage
-    return vfs_module.open_vfs(url, opts.settings if opts.settings is not None
-                               else {})
+def _open_raw_vfs(url, opts):
+    from obnamlib import vfs as vfs_module
+    return vfs_module.open_vfs(
+        url, opts.settings if opts.settings is not None else {})
 
 
-def _prepare_local_root(url, create):
+def _check_local_root(url, create):
+    """A missing local root is an error unless creating; its parent must
+    exist (we make exactly one directory)."""
+    if not _is_local(url):
+        return
     path = os.path.abspath(url)
     if os.path.isdir(path):
         return
@@ -107,17 +108,26 @@ def _prepare_local_root(url, create):
     if not create:
         raise errors.ObnamSystemError(filename=path, errno=errno.ENOENT,
                                       strerror=os.strerror(errno.ENOENT))
+    if not os.path.isdir(os.path.dirname(path)):
+        raise errors.ObnamSystemError(filename=url, errno=errno.ENOENT,
+                                      strerror=os.strerror(errno.ENOENT))
+
+
+def _make_root(vfs, url):
+    if vfs.isdir('.'):
+        return
     try:
-        os.mkdir(path, 0o700)
+        vfs.mkdir('.') if hasattr(vfs, 'mkdir') else vfs.makedirs('.')
+    except FileExistsError:
+        pass
     except OSError as e:
         raise errors.ObnamSystemError(filename=url, errno=e.errno,
                                       strerror=e.strerror)
 
 
-def _check_format(fs, url, create):
-    """Raise unless the storage holds a format we read; create if asked."""
-    if fs is None:
-        fs = _local_raw(url)
+def _check_format(fs, url, create, keys):
+    """The format found ('6' or '5'); raise unless we read it.  Creates the
+    marker when asked and missing."""
     try:
         data = fs.read_file(FORMAT_FILE)
     except FileNotFoundError:
@@ -125,11 +135,29 @@ def _check_format(fs, url, create):
             raise errors.NotARepository(url=url)
         _write_format(fs)
         return FORMAT_6
+    found = _first_line(data)
+    if found in SUPPORTED_FORMATS:
+        return found
+    if not found.isdigit():
+        found5 = _format5_marker(fs, keys)
+        if found5 == FORMAT_5:
+            return FORMAT_5
+    raise errors.UnknownRepositoryFormat(format=found, url=url)
+
+
+def _first_line(data):
     lines = data.decode('ascii', 'replace').splitlines()
-    found = lines[0].strip() if lines else ''
-    if found not in SUPPORTED_FORMATS:
-        raise errors.UnknownRepositoryFormat(format=found, url=url)
-    return found
+    return lines[0].strip() if lines else ''
+
+
+def _format5_marker(raw, keys):
+    """Format 5 filtered `metadata/format` too (format-6.md §14)."""
+    try:
+        from obnamlib.repo_fs import RepositoryFS
+        return _first_line(RepositoryFS(raw, keys=keys, format5=True)
+                           .read_file(FORMAT_FILE))
+    except Exception:       # not format 5 after all: report the raw marker
+        return None
 
 
 def _write_format(fs):
@@ -144,30 +172,30 @@ def _write_format(fs):
         fs.write_file(FORMAT_FILE, data)
 
 
-def _local_raw(url):
-    import larch.vfs
-    return larch.vfs.LocalFS(os.path.abspath(url))
-
-
-def _repository_fs(vfs, url, opts):
+def _repository_fs(vfs, opts, keys, found):
     """The filtered storage on top of the raw VFS (compression, encryption)."""
-    try:
-        from obnamlib.repo_fs import RepositoryFS
-    except ImportError:
-        RepositoryFS = None
-    if RepositoryFS is None or vfs is None:
-        from obnamlib.fmt_6.fallback_storage import PlainLocalStorage
-        return PlainLocalStorage(os.path.abspath(url))
+    from obnamlib.repo_fs import RepositoryFS
     compress = opts['compress-with'] in ('deflate', 'gzip')
-    keys = _toplevel_keys(vfs, opts)
-    return RepositoryFS(vfs, compress=compress, keys=keys)
+    return RepositoryFS(vfs, compress=compress, keys=keys,
+                        format5=(found == FORMAT_5))
 
 
 def _toplevel_keys(vfs, opts):
     """Encryption keys of the toplevels, when the repository or the
-    settings use encryption (format-6.md §4)."""
-    encrypted = vfs.exists('clientlist/key') or bool(opts['encrypt-with'])
-    if not encrypted:
+    settings use encryption (format-6.md §4); None otherwise."""
+    encrypt_with = opts['encrypt-with'] or None
+    encrypted = _exists(vfs, 'clientlist/key') or _exists(vfs, 'metadata/key')
+    if not encrypted and not encrypt_with:
         return None
     from obnamlib import toplevel_keys
-    return toplevel_keys.ToplevelKeys(vfs, opts.settings)
+    return toplevel_keys.ToplevelKeys(
+        vfs, encrypt_with=encrypt_with, gnupghome=opts['gnupghome'],
+        symmetric_key_bits=opts.get('symmetric-key-bits', 256),
+        weak_random=opts.get('weak-random', True))
+
+
+def _exists(vfs, path):
+    try:
+        return vfs.exists(path)
+    except OSError:
+        return False

@@ -24,12 +24,13 @@ class ChunkIndexes:
     def _open(self, allow_writes):
         self.list_forest = forests.open_forest(
             self.fs, CHUNKLIST, keys.CHUNKLIST_KEY_SIZE, self.node_size,
-            allow_writes)
+            allow_writes, forests.INDEX_CACHE_NODES)
         self.sums_forest = forests.open_forest(
             self.fs, CHUNKSUMS, keys.CHUNKSUMS_KEY_SIZE, self.node_size,
-            allow_writes)
+            allow_writes, forests.INDEX_CACHE_NODES)
 
     def _readers(self):
+        self._flush()
         if self.list_forest is None:
             self._open(False)
             self.list_tree = forests.newest_tree(self.list_forest)
@@ -42,10 +43,12 @@ class ChunkIndexes:
         self.sums_tree = forests.start_changes(self.sums_forest)
         self.writable = True
         self.changed = False
+        self.pending = []      # (chunk id, checksum, client id) to add
 
     def commit(self):
         """chunklist first, then chunksums (format-6.md §10.2); nothing is
         written when nothing changed."""
+        self._flush()
         for forest in (self.list_forest, self.sums_forest):
             if self.changed:
                 forests.keep_only_newest_tree(forest)
@@ -53,6 +56,7 @@ class ChunkIndexes:
         self.discard()
 
     def discard(self):
+        self.pending = []
         self.list_forest = self.sums_forest = None
         self.list_tree = self.sums_tree = None
         self.writable = False
@@ -108,14 +112,27 @@ class ChunkIndexes:
     # --- changes (session started) ---------------------------------------
 
     def add(self, chunk_id, checksum, client_id):
+        """Queue an entry; queued entries go in sorted at the next read
+        or commit, so each leaf is visited once however big the batch."""
         self.changed = True
-        self.list_tree.insert(keys.chunklist_key(chunk_id), checksum)
-        self.sums_tree.insert(keys.chunksums_key(checksum, chunk_id, client_id),
-                              b'')
+        self.pending.append((chunk_id, checksum, client_id))
+
+    def _flush(self):
+        pending = getattr(self, 'pending', None)
+        if not pending:
+            return
+        self.pending = []
+        for chunk_id, checksum, _ in sorted(pending):
+            self.list_tree.insert(keys.chunklist_key(chunk_id), checksum)
+        for checksum, chunk_id, client_id in sorted(
+                (c, i, u) for i, c, u in pending):
+            self.sums_tree.insert(
+                keys.chunksums_key(checksum, chunk_id, client_id), b'')
 
     def remove_use(self, chunk_id, checksum, client_id):
         """Drop the client's use; drop the chunklist entry when nobody is
         left.  Returns True if no client uses the chunk any more."""
+        self._flush()
         key = keys.chunksums_key(checksum, chunk_id, client_id)
         self.changed = True
         try:

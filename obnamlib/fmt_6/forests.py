@@ -3,15 +3,20 @@
 import larch
 
 DEFAULT_NODE_SIZE = 262144
-CACHE_NODES = 128
+# Nodes kept decoded in memory.  Client trees are walked in file-id order
+# (ids count up within a run), so a few hundred nodes suffice; dedup looks
+# up random checksums, so the chunk indexes keep up to larch's default.
+CLIENT_CACHE_NODES = 256
+INDEX_CACHE_NODES = 1024
 
 
-def open_forest(fs, dirname, key_size, node_size, allow_writes):
+def open_forest(fs, dirname, key_size, node_size, allow_writes,
+                cache_nodes=CLIENT_CACHE_NODES):
     """A forest in `dirname` of the repository storage `fs`."""
     return larch.open_forest(dirname=dirname, key_size=key_size,
                              node_size=node_size or DEFAULT_NODE_SIZE,
                              allow_writes=allow_writes, vfs=fs,
-                             cache_size=CACHE_NODES)
+                             cache_size=cache_nodes)
 
 
 def keep_only_newest_tree(forest):

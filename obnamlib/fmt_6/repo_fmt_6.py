@@ -192,8 +192,6 @@ class RepositoryFormat6(repo_interface.Repository):
     def lock_client(self, client_name):
         client_id = self._client_id(client_name)
         dirname = str(client_id)
-        self.fs.makedirs(dirname)
-        _prepare_toplevel(self.fs, dirname)
         self.locks.lock([dirname])
         try:
             self.clients.pop(client_name, None)
@@ -364,9 +362,6 @@ class RepositoryFormat6(repo_interface.Repository):
         self._index(chunk_id, md5_digest.hex().encode('ascii'), client_name)
 
     def lock_chunk_indexes(self):
-        for dirname in CHUNK_DIRS:
-            self.fs.makedirs(dirname)
-            _prepare_toplevel(self.fs, dirname)
         self.locks.lock(CHUNK_DIRS)
         try:
             self.indexes.start_changes()
@@ -476,10 +471,3 @@ def _gen_subkey(key):
         return _GEN_SUBKEYS[key]
     except KeyError:
         raise ValueError('unknown generation key %r' % (key,))
-
-
-def _prepare_toplevel(fs, dirname):
-    """Let the storage set up a new toplevel (encryption keys, §10.1)."""
-    prepare = getattr(fs, 'prepare_toplevel', None)
-    if prepare is not None:
-        prepare(dirname)

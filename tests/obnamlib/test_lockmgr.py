@@ -5,7 +5,7 @@ import os
 import pytest
 
 from obnamlib import errors
-from obnamlib.fmt_6.fallback_storage import PlainLocalStorage
+from obnamlib.vfs_local import LocalFS as PlainLocalStorage
 from obnamlib.lockmgr import LockManager, lock_path
 
 
