@@ -274,3 +274,45 @@ def test_other_clients_keep_shared_chunks(tmp_path):
     chunks = repo.get_file_chunk_ids(gen, os.fsencode(live / 'shared'))
     assert b''.join(repo.get_chunk_content(c) for c in chunks) == \
         (live / 'shared').read_bytes()
+
+
+def test_table_is_shown_on_a_terminal(repo_path):
+    """With stdout on a terminal (a pseudo-terminal here) forget shows
+    what it did without --verbose; --quiet silences it."""
+    import pty
+    import subprocess
+    import sys
+    from tests.obnamlib.plugins.show_forget_helpers import OBNAM
+
+    def on_terminal(*extra):
+        master, slave = pty.openpty()
+        try:
+            proc = subprocess.run(
+                [sys.executable, OBNAM, '--no-default-configs',
+                 '--client-name=havelock', '--lock-timeout=0',
+                 '--repository=%s' % repo_path, 'forget'] + list(extra),
+                stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                env=dict(os.environ, TZ='UTC', LC_ALL='C.UTF-8'))
+            os.close(slave)
+            output = b''
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                output += chunk
+        finally:
+            os.close(master)
+        assert proc.returncode == 0, proc.stderr
+        return output.decode().replace('\r\n', '\n')
+
+    shown = on_terminal('--keep=3d', '--quiet')
+    assert '\tkeep' not in shown
+    assert genids(repo_path) == ['11', '20', '29']
+    shown = on_terminal('--keep=1h')
+    assert '11\t2015-06-01 21:00:00 +0000\tforget\n' in shown
+    assert '29\t2015-06-03 15:00:00 +0000\tkeep hourly 1/1, ' not in shown
+    assert '29\t2015-06-03 15:00:00 +0000\tkeep hourly 1/1\n' in shown
+    assert genids(repo_path) == ['29']
