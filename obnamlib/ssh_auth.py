@@ -74,11 +74,11 @@ class SshTarget:
     """Where to connect and how, after ~/.ssh/config and settings apply."""
 
     def __init__(self, host, port=None, user=None, settings=None):
-        settings = settings or {}
+        settings = {} if settings is None else settings
         self.alias = host
         self.url_port = port
         self.url_user = user
-        self.ssh_key = _setting(settings, 'ssh-key', '')
+        self.ssh_key = os.path.expanduser(_setting(settings, 'ssh-key', ''))
         self.known_hosts = os.path.expanduser(
             _setting(settings, 'ssh-known-hosts', '') or '~/.ssh/known_hosts')
         self.ssh_command = _setting(settings, 'ssh-command', '') or 'ssh'

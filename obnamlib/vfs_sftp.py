@@ -271,7 +271,7 @@ class SftpFS(VirtualFileSystem):
         super().__init__(url)
         self.url = url
         self.parsed = SftpUrl(url)
-        self.settings = settings or {}
+        self.settings = {} if settings is None else settings
         self.target = ssh_auth.SshTarget(
             self.parsed.host, self.parsed.port, self.parsed.user,
             self.settings)
