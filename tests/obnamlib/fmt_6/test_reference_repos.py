@@ -17,6 +17,7 @@ import pytest
 
 from obnamlib import repo_factory, repo_interface as ri
 from obnamlib.fmt_6.metadata_codec import decode_xattrs
+from tests.gpg_fixture import reference_gpg_home  # noqa: F401
 from tests.obnamlib.fmt_6 import reference_repos as rr
 
 DIR_SYMLINKS = {'symlink-remote-exists', 'symlink-to-dot', 'symlink-to-subdir'}
@@ -71,7 +72,7 @@ def walk(repo, gen, root):
     while stack:
         path = stack.pop()
         for name in repo.get_file_children(gen, path):
-            child = path + b'/' + name
+            child = path.rstrip(b'/') + b'/' + name
             found[os.fsdecode(os.path.relpath(child, root))] = child
             stack.append(child)
     return found
@@ -106,7 +107,30 @@ def test_client_and_generations(reference):
 
 @pytest.mark.parametrize('index', [0, 1])
 def test_generation_matches_manifest(reference, index):
-    repo = open_ref(reference)
+    check_manifest(open_ref(reference), reference, index)
+
+
+@pytest.fixture(scope='module')
+def encrypted_originals(tmp_path_factory):
+    return {name: rr.unpack(name, str(tmp_path_factory.mktemp(name)))
+            for name in (rr.IN_TREE, rr.ENCRYPTED)}
+
+
+@pytest.mark.parametrize('name', [rr.IN_TREE, rr.ENCRYPTED])
+def test_encrypted_original_through_the_whole_stack(
+        name, encrypted_originals, reference_gpg_home):
+    """open_repository with the user's keyring: RepositoryFS, toplevel
+    keys and the CAST5/no-MDC data of 2013 all the way up."""
+    reference = encrypted_originals[name]
+    repo = repo_factory.open_repository(
+        url=os.path.join(reference, 'repo'),
+        gnupghome=reference_gpg_home.path)
+    assert repo.get_client_names() == ['havelock']
+    for index in (0, 1):
+        check_manifest(repo, reference, index)
+
+
+def check_manifest(repo, reference, index):
     gen = repo.get_generation_ids('havelock')[index]
     manifest = rr.parse_manifest(
         os.path.join(reference, 'manifest-%d' % (index + 1)))
@@ -188,3 +212,40 @@ def test_continuing_an_obnam_repository(plain_copies, tmp_path):
     new = walk(again, gens[2], root)
     assert 'file-one-byte' not in new and 'new' in new
     assert contents(again, gens[2], root + b'/new') == b'new'
+
+
+def test_format5_detected_and_read(tmp_path, reference_gpg_home):
+    import tarfile
+    with tarfile.open(os.path.join(
+            rr.REFERENCE, 'repo-format-5-encrypted-gzipped.tar.gz')) as tar:
+        tar.extractall(str(tmp_path))
+    repo = repo_factory.open_repository(url=str(tmp_path / 'repo'),
+                                        gnupghome=reference_gpg_home.path)
+    assert repo.get_client_names() == ['rainyday']
+    gen = repo.get_generation_ids('rainyday')[-1]
+    manifest = rr.parse_manifest(str(tmp_path / 'data.summain'))
+    root = [p for p in walk(repo, gen, b'/').values()
+            if p.endswith(b'/data')]
+    assert len(root) == 1
+    found = {os.path.normpath('data/' + name): path
+             for name, path in walk(repo, gen, root[0]).items()}
+    assert set(found) == set(manifest)
+    for name, facts in manifest.items():
+        md = repo.get_metadata(gen, found[name])
+        assert '%o' % md.st_mode == facts['Mode']
+        assert (md.st_mtime_sec, md.st_mtime_nsec) == \
+            manifest_mtime(facts['Mtime'])
+        assert md.st_nlink == int(facts['Nlink'])
+
+
+def test_unencrypted_read_of_encrypted_repository_without_key_fails(
+        encrypted_originals, tmp_path):
+    """No secret key in an empty keyring: a coded error, not garbage."""
+    from obnamlib import errors
+    home = tmp_path / 'g'
+    home.mkdir(mode=0o700)
+    repo = repo_factory.open_repository(
+        url=os.path.join(encrypted_originals[rr.ENCRYPTED], 'repo'),
+        gnupghome=str(home))
+    with pytest.raises(errors.ObnamError):
+        repo.get_client_names()
