@@ -18,6 +18,7 @@ client gets `StrictHostKeyChecking` from the same policy, with `no` passed as
 import logging
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -327,7 +328,8 @@ class OpenSSHConnection:
         try:
             self.process = subprocess.Popen(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, bufsize=0)
+                stderr=subprocess.PIPE, bufsize=0,
+                preexec_fn=_ignore_interrupts)
         except OSError as e:
             raise _ExecutableMissing(e.strerror or str(e))
         self.stderr_lines = []
@@ -376,6 +378,12 @@ class OpenSSHConnection:
             self.process.wait()
         self._stderr_reader.join(5)
         self.process.stderr.close()
+
+
+def _ignore_interrupts():
+    """In the ssh child: Ctrl-C must not cut the connection before obnam
+    has released its locks (ssh keeps an ignored SIGINT ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _offered_fingerprint(text):

@@ -332,6 +332,20 @@ def test_ssh_command_runs_instead_of_ssh(sshd, tmp_path):
     assert marker.read_text().split()[-2:] == ['backupbox', 'sftp']
 
 
+def test_ctrl_c_does_not_kill_the_ssh_client(sshd, tmp_path):
+    """SIGINT from the terminal reaches ssh too; obnam still needs the
+    connection to release its locks."""
+    import signal
+    fs = SftpFS(sshd.url(str(tmp_path)), settings_for(sshd, 'openssh'))
+    try:
+        os.kill(fs.connection.process.pid, signal.SIGINT)
+        fs.write_file('after-interrupt', b'still here')
+        assert fs.connection.process.poll() is None
+    finally:
+        fs.close()
+    assert (tmp_path / 'after-interrupt').read_bytes() == b'still here'
+
+
 def test_missing_ssh_command_falls_back_to_paramiko(sshd, tmp_path):
     settings = settings_for(sshd, 'openssh', **{
         'ssh-command': str(tmp_path / 'no-such-ssh')})
