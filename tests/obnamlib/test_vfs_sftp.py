@@ -232,6 +232,20 @@ def test_changed_host_key_is_always_fatal(sshd, transport, tmp_path, check):
         % sshd.port)
 
 
+def test_hashed_known_hosts_entries_are_understood(sshd, transport,
+                                                  tmp_path):
+    known = sshd.write_known_hosts(str(tmp_path / 'known_hosts'))
+    subprocess.run(['ssh-keygen', '-q', '-H', '-f', known], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert open(known).read().startswith('|1|')
+    settings = settings_for(sshd, transport, **{'ssh-known-hosts': known})
+    fs = SftpFS(sshd.url(str(tmp_path)), settings)
+    try:
+        assert 'known_hosts' in fs.listdir('')
+    finally:
+        fs.close()
+
+
 def test_known_host_without_key_of_offered_type(sshd, tmp_path):
     other = generate_key(str(tmp_path / 'rsa_host_key'), 'rsa')
     known = sshd.write_known_hosts(str(tmp_path / 'known_hosts'),
