@@ -67,8 +67,10 @@ class MetadataReader:
         if st is None:
             st = self.fs.lstat(path)
         md = metadata_from_stat(st)
-        md.username = self._name(self._users, _user_name, st.st_uid)
-        md.groupname = self._name(self._groups, _group_name, st.st_gid)
+        md.username = self._owner(st, 'st_username', self._users,
+                                  _user_name, st.st_uid)
+        md.groupname = self._owner(st, 'st_groupname', self._groups,
+                                   _group_name, st.st_gid)
         if stat.S_ISLNK(st.st_mode):
             md.target = self.fs.readlink(path)
         md.xattr = encode_xattrs(self.read_xattrs(path))
@@ -85,6 +87,13 @@ class MetadataReader:
                 if getattr(e, 'errno', None) != errno.ENODATA:
                     raise
         return pairs
+
+    def _owner(self, st, attribute, cache, lookup, number):
+        """The name a remote VFS reports (SFTP: as the server shows it),
+        else the local lookup of the number."""
+        if hasattr(st, attribute):
+            return getattr(st, attribute)
+        return self._name(cache, lookup, number)
 
     @staticmethod
     def _name(cache, lookup, number):

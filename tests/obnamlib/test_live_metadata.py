@@ -176,3 +176,23 @@ def test_apply_on_missing_file_reports_each_step(fs, tmp_path):
     assert [e.metadata for e in errors] == ['chown', 'chmod', 'utimes'] \
         if IS_ROOT else ['chmod', 'utimes']
     assert all(e.errno == 2 for e in errors)
+
+
+class RemoteLikeStat:
+    """An lstat result as vfs_sftp gives it: names from the server."""
+
+    def __init__(self, st, username, groupname):
+        for name in dir(st):
+            if name.startswith('st_'):
+                setattr(self, name, getattr(st, name))
+        self.st_username = username
+        self.st_groupname = groupname
+
+
+def test_names_reported_by_the_vfs_win_over_local_lookup(fs, tmp_path):
+    path = tmp_path / 'f'
+    path.write_bytes(b'')
+    st = RemoteLikeStat(os.lstat(path), b'remoteuser', None)
+    md = lm.MetadataReader(fs).read(p(path), st)
+    assert md.username == b'remoteuser'
+    assert md.groupname is None
