@@ -476,6 +476,7 @@ class RepositoryConformance:
     # --- chunks ----------------------------------------------------------
 
     def test_chunk_round_trip(self, repo, path):
+        self.add_client(repo)
         ids = [repo.put_chunk_content(b'chunk %d' % i) for i in range(5)]
         assert len(set(ids)) == 5
         other = self.other(path)

@@ -1,6 +1,9 @@
 """Format 6 passes the Repository conformance suite on a local directory."""
 
+import pytest
+
 from obnamlib import repo_factory
+from tests.gpg_fixture import gpg_home  # noqa: F401
 from tests.obnamlib.repo_interface_conformance import RepositoryConformance
 
 
@@ -57,3 +60,17 @@ def test_locking_and_committing_without_changes_writes_nothing(tmp_path):
     repo.lock_client('c')
     repo.commit_client('c')
     assert _snapshot(url) == before
+
+
+class TestEncryptedFormat6Conformance(RepositoryConformance):
+    """The same behaviour with compression and encryption underneath."""
+
+    @pytest.fixture(autouse=True)
+    def _keys(self, gpg_home):
+        self.gpg_home = gpg_home
+
+    def open_repo(self, path):
+        return repo_factory.open_repository(
+            url=str(path), create=True, node_size=4096, lock_timeout=0,
+            compress_with='deflate', encrypt_with=self.gpg_home.keys['Alice'],
+            gnupghome=self.gpg_home.path)
