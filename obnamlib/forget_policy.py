@@ -86,7 +86,8 @@ class ForgetPolicy:
         return all(count == 0 for _, count in self.rules)
 
     def __str__(self):
-        return ','.join('%d%s' % (count, letter) for letter, count in self.rules)
+        return ','.join('%d%s' % (count, letter)
+                        for letter, count in self.rules)
 
 
 def parse(text):

@@ -23,7 +23,7 @@ TIME_FORMAT = '%Y-%m-%d %H:%M:%S'
 
 
 def local_time(timestamp):
-    """`2015-10-27 20:21:30 +0200`: local time with the offset then in force."""
+    """`2015-10-27 20:21:30 +0200`: local time, offset then in force."""
     return time.strftime(TIME_FORMAT + ' %z', time.localtime(timestamp or 0))
 
 

@@ -33,7 +33,8 @@ def test_empty_or_missing_pretend_time_is_real_time():
     assert before <= clock.now({}) <= time.time()
 
 
-@pytest.mark.parametrize('value', ['yesterday', '2015-01-01', '2015-13-01 00:00:00'])
+@pytest.mark.parametrize('value', ['yesterday', '2015-01-01',
+                                   '2015-13-01 00:00:00'])
 def test_bad_pretend_time_is_an_error(value):
     with pytest.raises(clock.PretendTimeSyntaxError) as info:
         clock.now({'pretend-time': value})

@@ -127,7 +127,8 @@ def test_empty_policy_is_an_error(text):
 
 def test_new_codes_do_not_collide_with_obnam_codes():
     from obnamlib.errors import legacy_code
-    for cls in (fp.ForgetPolicyNotARuleError, fp.ForgetPolicyUnknownPeriodError,
+    for cls in (fp.ForgetPolicyNotARuleError,
+                fp.ForgetPolicyUnknownPeriodError,
                 fp.EmptyForgetPolicyError, fp.ForgetPolicyKeepsNothingError):
         assert cls.code == legacy_code(cls.__name__, 'obnamlib.forget_policy')
     for cls in (fp.ForgetPolicySyntaxError, fp.SeparatorError,

@@ -44,7 +44,8 @@ def test_bad_pattern_is_reported_not_raised():
     assert [e.pattern for e in ex.errors] == ['(unclosed', '[bad']
     assert str(ex.errors[0]).startswith(
         pe.ExcludePatternError.code +
-        ": Bad exclude pattern '(unclosed': missing ), unterminated subpattern")
+        ": Bad exclude pattern '(unclosed': "
+        "missing ), unterminated subpattern")
     assert ex.is_excluded(b'/x/ok')
     assert not ex.is_excluded(b'/x/(unclosed')
 

@@ -22,7 +22,8 @@ def repo_path(tmp_path):
     path = tmp_path / 'repo'
     repo = h.open_repo(path, create=True)
     for i in range(10):
-        h.add_generation(repo, h.tree({b'/home/liw/own': h.reg(b'own %d' % i)}),
+        files = h.tree({b'/home/liw/own': h.reg(b'own %d' % i)})
+        h.add_generation(repo, files,
                          START + i * 7 * 3600 - 5, START + i * 7 * 3600)
     repo.close()
     return path
@@ -205,7 +206,7 @@ def test_command_line_value(argv, value):
     assert forget_plugin.command_line_value(argv, 'keep', names) == value
 
 
-# --- freeing space ------------------------------------------------------------
+# --- freeing space ---------------------------------------------------------
 
 def check_consistency(repo_path):
     """larch's fsck on every forest, and chunk files == chunks in use."""
