@@ -243,3 +243,22 @@ def test_missing_index_entry_of_another_user_is_recorded(repo):
     assert index_users(repo, shared) == [repo.get_client_id('other')]
     remove(repo, 'other', [theirs])
     assert repo.get_chunk_ids() == []
+
+
+def test_forgetting_frees_btree_nodes(repo, path):
+    """Nodes only the removed generations referenced are deleted."""
+    gens = []
+    for i in range(4):
+        files = h.tree({b'/home/liw/g%d-%04d' % (i, n): h.reg(b'')
+                        for n in range(400)})
+        gens.append(h.add_generation(repo, files, 1000 * (i + 1)))
+    client_dir = path / str(repo.get_client_id(h.CLIENT))
+
+    def nodes():
+        return sum(len(files)
+                   for _, _, files in os.walk(client_dir / 'nodes'))
+    before_nodes, before_bytes = nodes(), disk_usage(client_dir)
+    remove(repo, h.CLIENT, gens[:3])
+    assert nodes() < before_nodes
+    assert disk_usage(client_dir) < before_bytes * 0.6
+    assert len(repo.get_file_children(gens[3], b'/home/liw')) == 401
