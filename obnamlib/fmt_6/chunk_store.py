@@ -44,6 +44,7 @@ class ChunkStore:
         self.rng = rng or random.SystemRandom()
         self.next_id = None
         self.by_basename = None   # fallback map for non-default idpaths
+        self.written = []         # [first, last] id ranges this object wrote
 
     def put(self, data):
         """Write a new chunk file; returns its id."""
@@ -54,8 +55,19 @@ class ChunkStore:
             self.next_id = (chunk_id + 1) % MAX_ID
             path = idpath(chunk_id)
             if self._create_exclusive(path, data):
+                self._note_written(chunk_id)
                 return chunk_id
             self.next_id = None
+
+    def _note_written(self, chunk_id):
+        if self.written and self.written[-1][1] + 1 == chunk_id:
+            self.written[-1][1] = chunk_id
+        else:
+            self.written.append([chunk_id, chunk_id])
+
+    def wrote(self, chunk_id):
+        """Whether this object stored the chunk (ids come in a few runs)."""
+        return any(first <= chunk_id <= last for first, last in self.written)
 
     def _create_exclusive(self, path, data):
         create = getattr(self.fs, 'create_file', None)

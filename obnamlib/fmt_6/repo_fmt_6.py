@@ -68,6 +68,8 @@ class RepositoryFormat6(repo_interface.Repository):
         self.checksums = {}           # chunk id -> checksum, this session
         self.unindexed = {}           # checksum -> [chunk ids] not yet indexed
         self.pending_chunk_removals = []
+        self.reused = {}              # client name -> chunk ids it re-used
+        self.reused_committed = {}    # the same, for committed generations
         self.last_client = None
 
     # --- repository as a whole -----------------------------------------
@@ -204,8 +206,13 @@ class RepositoryFormat6(repo_interface.Repository):
         forest = self._writable_client(client_name)
         forest.commit(self._now(now))
         self._release_client(client_name)
+        reused = self.reused.pop(client_name, set())
+        self.reused_committed.setdefault(client_name, set()).update(reused)
+        if self.indexes.writable:
+            self._index_reused_chunks()
 
     def unlock_client(self, client_name):
+        self.reused.pop(client_name, None)
         self._release_client(client_name)
 
     def _release_client(self, client_name):
@@ -315,9 +322,23 @@ class RepositoryFormat6(repo_interface.Repository):
 
     def set_file_chunk_ids(self, gen_id, path, chunk_ids):
         self._writable_generation(gen_id).set_chunk_ids(path, chunk_ids)
+        self._note_reuse(gen_id, chunk_ids)
 
     def append_file_chunk_ids(self, gen_id, path, chunk_ids):
         self._writable_generation(gen_id).append_chunk_ids(path, chunk_ids)
+        self._note_reuse(gen_id, chunk_ids)
+
+    def _note_reuse(self, gen_id, chunk_ids):
+        """Remember chunks this client uses that it did not store here: each
+        user of a chunk needs its own chunksums entry, or another client's
+        forget would delete the chunk (format-6.md §7.4)."""
+        reused = None
+        for chunk_id in chunk_ids:
+            if not self.chunks.wrote(chunk_id):
+                if reused is None:
+                    reused = self.reused.setdefault(self._client_of(gen_id),
+                                                    set())
+                reused.add(chunk_id)
 
     def get_file_data(self, gen_id, path):
         gen = self._generation(gen_id)
@@ -371,6 +392,7 @@ class RepositoryFormat6(repo_interface.Repository):
 
     def commit_chunk_indexes(self):
         self._require_indexes_lock()
+        self._index_reused_chunks()
         self.indexes.commit()
         for chunk_id in self.pending_chunk_removals:
             self.chunks.remove(chunk_id)
@@ -381,6 +403,24 @@ class RepositoryFormat6(repo_interface.Repository):
         self.indexes.discard()
         self.pending_chunk_removals = []
         self.locks.unlock(CHUNK_DIRS)
+
+    def _index_reused_chunks(self):
+        """Add a chunksums entry for each re-used chunk that lacks one for
+        its new user."""
+        reused, self.reused_committed = self.reused_committed, {}
+        for client_name, chunk_ids in reused.items():
+            client_id = self.client_list.find(client_name)
+            if client_id is None:
+                continue
+            for chunk_id in sorted(chunk_ids):
+                checksum = self.indexes.checksum(chunk_id)
+                if checksum is None:
+                    try:
+                        checksum = self._checksum_of(chunk_id)
+                    except errors.RepositoryChunkDoesNotExist:
+                        continue
+                if client_id not in self.indexes.users(checksum, chunk_id):
+                    self.indexes.add(chunk_id, checksum, client_id)
 
     def _require_indexes_lock(self):
         if not self.indexes.writable:
@@ -440,6 +480,8 @@ class RepositoryFormat6(repo_interface.Repository):
             if unused:
                 removed.append(chunk_id)
         self.pending_chunk_removals.extend(removed)
+        self.reused_committed.get(client_name, set()).difference_update(
+            removed)
         return removed
 
     # --- extras for fsck and dumps --------------------------------------

@@ -580,6 +580,36 @@ class RepositoryConformance:
         assert other.get_chunk_content(ids['z']) == b'zz'
         assert other.find_chunk_ids_by_content(b'zz') == [ids['z']]
 
+    def test_chunk_reused_from_other_client_survives_its_forget(self, repo,
+                                                                 path):
+        """b re-uses a's chunk (found by content) without indexing it
+        itself; when a forgets everything, b's file must stay readable."""
+        self.add_client(repo, 'a')
+        self.add_client(repo, 'b')
+        chunk = repo.put_chunk_content(b'shared')
+        repo.lock_chunk_indexes()
+        repo.put_chunk_into_indexes(chunk, b'shared', 'a')
+        repo.commit_chunk_indexes()
+        ga = self.backup(repo, {b'/f': (file_md(), [chunk])}, name='a')
+        other = self.other(path)
+        [found] = other.find_chunk_ids_by_content(b'shared')
+        other.lock_client('b')
+        gb = other.create_generation('b')
+        other.set_metadata(gb, b'/f', file_md())
+        other.set_file_chunk_ids(gb, b'/f', [found])
+        other.lock_chunk_indexes()
+        other.commit_client('b')
+        other.commit_chunk_indexes()
+        repo.lock_everything()
+        candidates = repo.get_generation_chunk_ids(ga)
+        repo.remove_generation(ga)
+        assert repo.remove_unused_chunks('a', candidates) == []
+        repo.commit_everything()
+        third = self.other(path)
+        gb = third.get_generation_ids('b')[0]
+        [chunk_id] = third.get_file_chunk_ids(gb, b'/f')
+        assert third.get_chunk_content(chunk_id) == b'shared'
+
     def test_unlock_after_remove_keeps_everything(self, repo, path):
         ids, g1, g2 = self._forget_setup(repo)
         repo.lock_everything()
