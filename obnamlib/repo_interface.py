@@ -214,9 +214,10 @@ class Repository(abc.ABC):
     @abc.abstractmethod
     def put_chunk_into_indexes(self, chunk_id, data, client_name):
         """Record chunk_id (content data) as used by client (indexes locked).
-        Call it for every chunk the client's new files use, including chunks
-        re-used from other clients: an index entry per user is what keeps a
-        chunk alive when another client forgets it."""
+        Call it for the chunks you stored.  An index entry per user is what
+        keeps a chunk alive when another client forgets it; format 6 adds
+        the entries for chunks a client re-used (seen in the chunk lists it
+        set) by itself when the indexes are committed."""
 
     # Checksum variants for the backup hot path: the engine hashes each
     # chunk once (it needs the MD5 for in-run de-duplication anyway) and
