@@ -15,7 +15,8 @@ from obnamlib import errors
 FORMAT_FILE = 'metadata/format'
 FORMAT_6 = '6'
 FORMAT_5 = '5'
-SUPPORTED_FORMATS = (FORMAT_6, FORMAT_5)
+SUPPORTED_FORMATS = (FORMAT_6,)      # what list-formats shows
+READABLE_FORMATS = (FORMAT_6, FORMAT_5)   # format 5: read-only
 
 DEFAULTS = {
     'repository': None,
@@ -136,7 +137,7 @@ def _check_format(fs, url, create, keys):
         _write_format(fs)
         return FORMAT_6
     found = _first_line(data)
-    if found in SUPPORTED_FORMATS:
+    if found in READABLE_FORMATS:
         return found
     if not found.isdigit():
         found5 = _format5_marker(fs, keys)
