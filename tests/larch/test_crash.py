@@ -16,6 +16,7 @@ import struct
 import time
 
 import larch
+import larch.fsck
 from tests.larch import specdecoder
 
 KEY_SIZE = 4
@@ -183,6 +184,9 @@ def test_sigkill_during_commits_never_loses_or_mixes_states(tmp_path):
         spec = spec_view(root)
         overlays += spec.overlay
         assert spec.consistency_problems(NODE_SIZE) == []
+        for problem in larch.fsck.check_forest(
+                'forest', larch.LocalFS(root), KEY_SIZE):
+            assert 'journal' in problem, problem
         readonly = open_forest(larch.LocalFS(root), False)
         number = committed_number(readonly)
         assert number in (low, low + 1), (number, low)
@@ -197,6 +201,8 @@ def test_sigkill_during_commits_never_loses_or_mixes_states(tmp_path):
         after = spec_view(root)
         assert not after.overlay
         assert after.consistency_problems(NODE_SIZE) == []
+        assert larch.fsck.check_forest('forest', larch.LocalFS(root),
+                                       KEY_SIZE) == []
         current = number
     assert current > KILLS // 4
     assert overlays > 0
