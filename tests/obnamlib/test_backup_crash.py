@@ -25,7 +25,7 @@ from tests.obnamlib.backup_helpers import open_repository, live_fs
 from obnamlib import backup_engine, backup_progress
 repo, storage = open_repository(sys.argv[1])
 options = backup_engine.BackupOptions(
-    'crashy', chunk_size=4096, checkpoint=16384)
+    'crashy', chunk_size=4096, checkpoint=65536)
 engine = backup_engine.BackupEngine(
     repo, live_fs(), options, backup_progress.BackupProgress(),
     repo_io=storage)
@@ -40,11 +40,11 @@ def run_backup(repo_dir, live, kill_after=None):
     child = subprocess.Popen(
         [sys.executable, '-c', RUNNER, str(repo_dir), str(live)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if kill_after is not None:
-        try:
-            child.wait(timeout=kill_after)
-        except subprocess.TimeoutExpired:
-            child.send_signal(signal.SIGKILL)
+    try:
+        child.wait(timeout=kill_after if kill_after is not None else 300)
+    except subprocess.TimeoutExpired:
+        child.send_signal(signal.SIGKILL)
+        assert kill_after is not None, 'a backup took over 5 minutes'
     out, err = child.communicate()
     if child.returncode == 0:
         assert out == b'done\n'
