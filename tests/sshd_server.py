@@ -7,6 +7,10 @@ known_hosts, config) is generated in a private directory; the server listens
 on 127.0.0.1 only, on a free port, and accepts only public-key logins of the
 current user (root included: CI runs as root).
 
+PAM: off for root (its session modules, e.g. pam_loginuid, fail in
+containers); on for other users, because sshd without PAM and without
+access to /etc/shadow takes their accounts for locked.
+
     with SshdServer() as server:
         url = server.url('/tmp/repo')      # sftp://user@127.0.0.1:PORT/tmp/repo
         server.client_key                  # private key file for --ssh-key
@@ -155,7 +159,7 @@ class SshdServer:
             'ListenAddress 127.0.0.1',
             'HostKey %s' % self.host_key,
             'PidFile none',
-            'UsePAM no',
+            'UsePAM %s' % ('no' if os.getuid() == 0 else 'yes'),
             'StrictModes no',
             'PermitRootLogin yes',
             'PubkeyAuthentication yes',

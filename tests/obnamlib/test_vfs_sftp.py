@@ -159,13 +159,15 @@ def test_openssh_command_line_passes_url_parts_and_policy(sshd):
 
 def test_home_relative_root_is_below_login_directory(sshd, transport):
     home = pwd.getpwuid(os.getuid()).pw_dir.encode()
+    if not os.path.isdir(home):
+        home = b''      # sshd starts in / (e.g. nobody's /nonexistent)
     url = 'sftp://%s@127.0.0.1:%d/~/some/dir' % (sshd.user, sshd.port)
     fs = SftpFS(url, settings_for(sshd, transport))
     try:
         assert fs.root_bytes == home + b'/some/dir'
         assert fs.root == os.fsdecode(home + b'/some/dir')
         other = 'sftp://%s@127.0.0.1:%d/~/.' % (sshd.user, sshd.port)
-        assert fs.path_of(other) == home
+        assert fs.path_of(other) == (home or b'/')
         assert fs.path_of(sshd.url('/etc')) == b'/etc'
         with pytest.raises(errors.ObnamSystemError):
             fs.path_of('sftp://elsewhere/etc')
