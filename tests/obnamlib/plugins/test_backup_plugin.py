@@ -249,7 +249,7 @@ def test_sftp_root_backs_up_remote_live_data(tmp_path, live):
                        '--ssh-known-hosts', server.known_hosts,
                        'verify', server.url(str(live)))
     assert (result.returncode, result.stdout) == (
-        0, b'Verify did not find problems.\n'), result.stderr
+        0, b'Verify did not find problems.\n'), result.stdout
     repo, gen = latest(tmp_path)
     # SFTP (protocol 3) carries whole-second times only.
     assert whole_seconds(generation_manifest(repo, gen, live)) == \
