@@ -50,6 +50,7 @@ from obnamlib.vfs import VirtualFileSystem
 # header of a WRITE.  Servers that return less per READ are handled.
 CHUNK = 256 * 1024 - 1024
 READ_AHEAD = 16           # READ requests in flight while streaming
+READDIRS_IN_FLIGHT = 8    # OpenSSH sends up to 100 names per READDIR
 WRITES_IN_FLIGHT = 32     # WRITE requests in flight before waiting
 SMALL_PAYLOAD = 64 * 1024  # smaller WRITE data is sent with its header
 FILE_MODE = 0o600
@@ -454,7 +455,7 @@ class SftpFS(VirtualFileSystem):
         try:
             while True:
                 nums = [self._send(proto.CMD_READDIR, handle)
-                        for _ in range(4)]
+                        for _ in range(READDIRS_IN_FLIGHT)]
                 done = False
                 for num in nums:
                     try:
@@ -892,7 +893,11 @@ def _read_more(fs, handle, path, first, size):
 
 
 class _PipelinedReader:
-    """A read-only file that keeps READ_AHEAD requests in flight."""
+    """A read-only file that keeps up to READ_AHEAD requests in flight.
+
+    The window starts at two requests (a small file's data and its EOF in
+    one round trip) and doubles with every full reply, like TCP slow start.
+    """
 
     def __init__(self, fs, handle, path):
         self.fs = fs
@@ -903,9 +908,10 @@ class _PipelinedReader:
         self.pending = deque()
         self.buffer = bytearray()
         self.eof = False
+        self.window = 2
 
     def _fill(self):
-        while len(self.pending) < READ_AHEAD and not self.eof:
+        while len(self.pending) < self.window and not self.eof:
             num = self.fs._send(proto.CMD_READ, self.handle,
                                 int64(self.next_offset), CHUNK)
             self.pending.append((self.next_offset, num))
@@ -923,6 +929,8 @@ class _PipelinedReader:
         self.pos += len(piece)
         if len(piece) < CHUNK:
             self._restart_at(self.pos)
+        else:
+            self.window = min(READ_AHEAD, self.window * 2)
 
     def _restart_at(self, offset):
         """A short read: drop the requests after it, ask again from here."""

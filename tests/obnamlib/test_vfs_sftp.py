@@ -702,3 +702,27 @@ class SftpConformance(VfsConformance):
 
 class TestSftpConformance(SftpConformance):
     transport = 'openssh'
+
+
+def test_scandir_of_a_large_directory(fs, remote_dir):
+    """More names than several pipelined READDIR replies carry."""
+    big = remote_dir / 'big'
+    big.mkdir()
+    names = sorted(b'%05d' % i for i in range(2500))
+    for name in names:
+        open(os.fsencode(big) + b'/' + name, 'wb').close()
+    entries = fs.scandir(os.fsencode(big))
+    assert [name for name, _ in entries] == names
+    assert all(stat.S_ISREG(st.st_mode) for _, st in entries)
+    assert sorted(fs.listdir('big')) == [n.decode() for n in names]
+
+
+def test_stream_read_of_small_and_empty_files(fs, remote_dir):
+    (remote_dir / 'small').write_bytes(b'tiny')
+    (remote_dir / 'empty').write_bytes(b'')
+    f = fs.open_read(os.fsencode(remote_dir / 'small'))
+    assert (f.read(100), f.read(100)) == (b'tiny', b'')
+    f.close()
+    f = fs.open_read(os.fsencode(remote_dir / 'empty'))
+    assert f.read() == b''
+    f.close()
