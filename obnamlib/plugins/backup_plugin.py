@@ -162,4 +162,7 @@ class ProgressDisplay:
         self.terminal.status(' '.join(progress.progress_lines()))
 
     def finish(self):
-        self.terminal.finish()
+        """Leave nothing on the terminal: the summary follows, and the
+        application finishes the display at exit."""
+        self.terminal.status('')
+        self.terminal.clear()

@@ -91,4 +91,7 @@ class VerifyDisplay:
             path.decode('utf-8', 'backslashreplace')))
 
     def finish(self):
-        self.terminal.finish()
+        """Leave nothing on the terminal: the summary follows, and the
+        application finishes the display at exit."""
+        self.terminal.status('')
+        self.terminal.clear()
