@@ -517,6 +517,9 @@ class BackupEngine:
                                      self.options.now())
         self.repo.commit_client(self.client)
         self.repo.commit_chunk_indexes()
+        # The indexes now find this run's chunks: the in-run map need only
+        # cover one checkpoint interval (memory for a million files).
+        self.run_chunks.clear()
         self.checkpoints.append(self.gen)
         self.repo.lock_client(self.client)
         self._start_generation()

@@ -711,3 +711,19 @@ def test_one_file_system_skips_mount_points(tmp_path):
     assert repo.get_file_children(gens[0], os.fsencode(live / 'mnt')) == [
         b'there']
     assert repo.get_file_children(gens[1], os.fsencode(live)) == [b'here']
+
+
+def test_dedup_across_a_checkpoint_of_the_same_run(tmp_path):
+    live = tmp_path / 'live'
+    live.mkdir()
+    data = os.urandom(4096)
+    for name in ('a', 'b', 'c'):
+        (live / name).write_bytes(data)
+    # A checkpoint after every chunk: the later copies are found in the
+    # committed indexes, not in the run's own map.
+    progress = backup(tmp_path / 'repo', [live], chunk_size=4096,
+                      checkpoint=1)
+    assert progress.uploaded_bytes == 4096
+    repo, gens = generations(tmp_path / 'repo')
+    assert len(gens) == 1
+    assert len(repo.get_chunk_ids()) == 1
