@@ -40,6 +40,15 @@ class BackupErrors(obnamlib.errors.ObnamError):
     msg = 'There were errors during the backup'
 
 
+class RepositoryWriteError(obnamlib.errors.ObnamError):
+    """Writing to the repository failed (e.g. ENOSPC): the run stops;
+    what was committed before (generations, checkpoints) stays valid."""
+    code = obnamlib.errors.legacy_code(
+        'RepositoryWriteError', 'obnamlib.backup_engine')
+    msg = ('Backup stopped: cannot write to the repository: {filename}: '
+           '{errno}: {strerror}')
+
+
 class FileChangedDuringBackup(obnamlib.errors.ObnamError):
     """The file's size or mtime moved while we read it (new here)."""
     code = obnamlib.errors.legacy_code(
@@ -72,7 +81,7 @@ class BackupOptions:
     def __init__(self, client_name, chunk_size=1024 * 1024,
                  checkpoint=1024 ** 3, deduplicate='fatalist',
                  leave_checkpoints=False, pretend=False, now=None,
-                 exclusions=None, fail_matching=()):
+                 exclusions=None, fail_matching=(), repository_url=''):
         self.client_name = client_name
         self.chunk_size = max(1, int(chunk_size))
         self.checkpoint = int(checkpoint)
@@ -85,6 +94,7 @@ class BackupOptions:
         # --testing-fail-matching: compiled regexps; reading a matching
         # file fails with ENOENT (for tests of per-file errors as root).
         self.fail_matching = list(fail_matching)
+        self.repository_url = repository_url
 
 
 def _now():
@@ -158,16 +168,21 @@ class BackupEngine:
         root_stats = self._check_roots(roots)
         if self.options.pretend:
             return self._run_pretend(roots, root_stats)
-        self._add_client()
         try:
+            self._add_client()
             self._lock_client()
             self._start_generation()
             self._drop_unwanted(roots)
             for root, st in zip(roots, root_stats):
                 self._backup_root(root, st)
             self._finish()
+        except OSError as e:
+            self._clean_up_after_failure()
+            raise RepositoryWriteError(
+                filename=e.filename or self.options.repository_url,
+                errno=e.errno, strerror=e.strerror) from e
         except BaseException:
-            self._unlock_after_failure()
+            self._clean_up_after_failure()
             raise
         if (self.checkpoints and not self.progress.errors and
                 not self.options.leave_checkpoints):
@@ -219,6 +234,19 @@ class BackupEngine:
     def _start_generation(self):
         self.gen = self.repo.create_generation(
             self.client, now=self.options.now())
+
+    def _clean_up_after_failure(self):
+        """Release locks, then delete the chunk files written since the
+        last commit: no committed generation or index refers to them, and
+        after ENOSPC the space is what the next run needs."""
+        self._unlock_after_failure()
+        for chunk_id, _ in self.new_chunks:
+            try:
+                self.repo.remove_chunk(chunk_id)
+            except Exception:
+                logging.warning('could not remove unused chunk %x', chunk_id)
+                break
+        self.new_chunks = []
 
     def _unlock_after_failure(self):
         try:

@@ -113,7 +113,8 @@ def make_options(settings, excluder):
         now=lambda: int(obnamlib.clock.now(settings)),
         exclusions=exclusions,
         fail_matching=[re.compile(os.fsencode(pattern))
-                       for pattern in settings['testing-fail-matching']])
+                       for pattern in settings['testing-fail-matching']],
+        repository_url=settings['repository'])
 
 
 def normalise_root(root):

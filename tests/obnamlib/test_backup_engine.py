@@ -524,9 +524,13 @@ def test_out_of_space_stops_the_run_and_keeps_earlier_generations(tmp_path):
     engine = backup_engine.BackupEngine(
         repo, live_fs(), backup_engine.BackupOptions('host'),
         backup_progress.BackupProgress(), repo_io=full)
-    with pytest.raises(OSError) as e:
+    chunks_before = set(reopen(tmp_path / 'repo').get_chunk_ids())
+    with pytest.raises(backup_engine.RepositoryWriteError) as e:
         engine.run([os.fsencode(live)])
     assert e.value.errno == errno.ENOSPC
+    assert 'No space left on device' in str(e.value)
+    # The chunks the failed run wrote are gone again.
+    assert set(reopen(tmp_path / 'repo').get_chunk_ids()) == chunks_before
     # No lock is left behind and the earlier generation is intact.
     leftover = [os.path.join(d, n) for d, _, ns in os.walk(tmp_path / 'repo')
                 for n in ns if n == 'lock']
