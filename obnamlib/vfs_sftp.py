@@ -487,17 +487,47 @@ class SftpFS(VirtualFileSystem):
     # --- whole files (StorageFS) ------------------------------------------
 
     def read_file(self, path):
-        full = self._abs(path)
-        handle = self._open(full, proto.SFTP_FLAG_READ, path)
+        return self.read_files([path])[0]
+
+    def read_files(self, paths):
+        """The contents of several whole files, in three round trips.
+
+        Every OPEN is in flight at once, then every FSTAT and first READ,
+        then the rest of the larger files.  For callers that know what they
+        will read next (restoring a file's chunks, B-tree nodes); raises
+        like read_file (FileNotFoundError) for the first file that fails.
+        """
+        fulls = [self._abs(path) for path in paths]
+        opens = [self._send_open(full, proto.SFTP_FLAG_READ)
+                 for full in fulls]
+        handles, error = [], None
+        for path, num in zip(paths, opens):
+            try:
+                _, msg = self._wait(num, path)
+                handles.append(msg.get_binary())
+            except OSError as e:
+                handles.append(None)
+                error = error or e
         try:
-            fstat = self._send(proto.CMD_FSTAT, handle)
-            first = self._send(proto.CMD_READ, handle, int64(0), CHUNK)
+            if error is not None:
+                raise error
+            data = self._read_handles(paths, handles)
+        finally:
+            for handle in handles:
+                if handle is not None:
+                    self._close_handle(handle)
+        self.bytes_read += sum(len(d) for d in data)
+        return data
+
+    def _read_handles(self, paths, handles):
+        firsts = [(self._send(proto.CMD_FSTAT, handle),
+                   self._send(proto.CMD_READ, handle, int64(0), CHUNK))
+                  for handle in handles]
+        data = []
+        for path, handle, (fstat, first) in zip(paths, handles, firsts):
             _, msg = self._wait(fstat, path)
             size = SFTPAttributes._from_msg(msg).st_size or 0
-            data = _read_more(self, handle, path, first, size)
-        finally:
-            self._close_handle(handle)
-        self.bytes_read += len(data)
+            data.append(_read_more(self, handle, path, first, size))
         return data
 
     def write_file(self, path, data):

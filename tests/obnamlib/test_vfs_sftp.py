@@ -726,3 +726,14 @@ def test_stream_read_of_small_and_empty_files(fs, remote_dir):
     f = fs.open_read(os.fsencode(remote_dir / 'empty'))
     assert f.read() == b''
     f.close()
+
+
+def test_read_files_reads_many_files_at_once(fs, remote_dir):
+    contents = [os.urandom(n) for n in (0, 10, 300000, 1000000)]
+    for i, data in enumerate(contents):
+        fs.write_file('chunks/%d' % i, data)
+    paths = ['chunks/%d' % i for i in (3, 0, 2, 1, 3)]
+    assert fs.read_files(paths) == [contents[i] for i in (3, 0, 2, 1, 3)]
+    with pytest.raises(FileNotFoundError):
+        fs.read_files(['chunks/0', 'chunks/missing'])
+    assert fs.read_file('chunks/1') == contents[1]    # nothing left open
