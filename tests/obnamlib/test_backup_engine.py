@@ -731,3 +731,35 @@ def test_dedup_across_a_checkpoint_of_the_same_run(tmp_path):
     repo, gens = generations(tmp_path / 'repo')
     assert len(gens) == 1
     assert len(repo.get_chunk_ids()) == 1
+
+
+class Appending:
+    """The real live file system; a file grows right after it is opened,
+    as a log file being written during the backup would."""
+
+    def __init__(self, fs):
+        self.fs = fs
+
+    def __getattr__(self, name):
+        return getattr(self.fs, name)
+
+    def open_read(self, path):
+        f = self.fs.open_read(path)
+        with open(path, 'ab') as out:
+            out.write(b'more')
+        return f
+
+
+def test_file_changing_while_read_is_reported_and_old_version_kept(
+        tmp_path):
+    live = tmp_path / 'live'
+    live.mkdir()
+    (live / 'log').write_bytes(b'first')
+    backup(tmp_path / 'repo', [live])
+    (live / 'log').write_bytes(b'second')
+    progress = backup(tmp_path / 'repo', [live], fs=Appending(live_fs()))
+    assert progress.error_lines == [
+        "ERROR: Can't back up %s/log: R0A128X: %s/log: file changed while "
+        "it was being backed up" % (live, live)]
+    repo, gens = generations(tmp_path / 'repo')
+    assert read_back(repo, gens[1], os.fsencode(live / 'log')) == b'first'
