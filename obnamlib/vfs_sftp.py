@@ -857,7 +857,7 @@ class SftpFS(VirtualFileSystem):
 
 
 def _encode(num, args):
-    """The fields of an SFTP request, as paramiko's _async_request packs them."""
+    """The fields of an SFTP request, packed as paramiko packs them."""
     msg = paramiko.Message()
     msg.add_int(num)
     for item in args:

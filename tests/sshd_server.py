@@ -12,7 +12,7 @@ containers); on for other users, because sshd without PAM and without
 access to /etc/shadow takes their accounts for locked.
 
     with SshdServer() as server:
-        url = server.url('/tmp/repo')      # sftp://user@127.0.0.1:PORT/tmp/repo
+        url = server.url('/tmp/repo')   # sftp://USER@127.0.0.1:PORT/tmp/repo
         server.client_key                  # private key file for --ssh-key
         server.known_hosts                 # known_hosts listing the host key
         server.kill_sessions()             # drop every open connection

@@ -122,7 +122,8 @@ def test_url_bad_port_is_invalid_port_error(port):
 def test_non_sftp_url_is_wrong_scheme():
     with pytest.raises(vfs_sftp.WrongURLSchemeError) as e:
         SftpUrl('ssh://host/x')
-    assert str(e.value) == 'RB8E98X: SftpFS used with non-sftp URL: ssh://host/x'
+    assert str(e.value) == (
+        'RB8E98X: SftpFS used with non-sftp URL: ssh://host/x')
 
 
 def test_pinned_error_codes():
@@ -182,7 +183,8 @@ def test_unknown_host_key_is_refused_by_default(sshd, transport, tmp_path):
         'ssh-known-hosts': str(empty)})
     with pytest.raises(ssh_auth.NoHostKeyError) as e:
         SftpFS(sshd.url('/tmp'), settings)
-    assert one_line(e.value) == 'R5F98AX: No known host key for [127.0.0.1]:%d' % sshd.port
+    assert one_line(e.value) == (
+        'R5F98AX: No known host key for [127.0.0.1]:%d' % sshd.port)
     assert empty.read_text() == ''
 
 
@@ -653,7 +655,8 @@ def test_symlink_link_and_mkdir(fs, remote_dir):
     assert os.lstat(base + b'/d/sym').st_mtime == 1400000000
     fs.write_file('d/f', b'data')
     fs.link(base + b'/d/f', base + b'/d/hard')
-    assert os.lstat(base + b'/d/hard').st_ino == os.lstat(base + b'/d/f').st_ino
+    assert (os.lstat(base + b'/d/hard').st_ino ==
+            os.lstat(base + b'/d/f').st_ino)
     with pytest.raises(errors.ObnamSystemError) as e:
         fs.mknod(base + b'/fifo', stat.S_IFIFO | 0o600)
     assert e.value.errno == errno.ENOTSUP
