@@ -255,6 +255,8 @@ def test_dropped_connection_mid_backup_then_resume(work):
              'c', '--to', str(work / 'restored')))
     live = str(work / 'live')
     assert manifest(str(work / 'restored') + live) == manifest(live)
+    out = ok(obnam(sshd, work / 'home', 'fsck', '-r', repo))
+    assert out.endswith(b': no problems\n')
 
 
 @pytest.mark.slow
