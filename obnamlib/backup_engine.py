@@ -16,6 +16,7 @@ import hashlib
 import logging
 import os
 import stat as stat_module
+import time
 
 import obnamlib.chunker
 import obnamlib.errors
@@ -85,8 +86,12 @@ class BackupOptions:
         self.client_name = client_name
         self.chunk_size = max(1, int(chunk_size))
         self.checkpoint = int(checkpoint)
-        self.deduplicate = deduplicate if deduplicate in DEDUP_MODES \
-            else 'never'
+        if deduplicate not in DEDUP_MODES:
+            # Only a config file can say this (the option is a choice).
+            logging.error('Unknown --deduplicate value %r: using "never"',
+                          deduplicate)
+            deduplicate = 'never'
+        self.deduplicate = deduplicate
         self.leave_checkpoints = leave_checkpoints
         self.pretend = pretend
         self.now = now or _now
@@ -98,7 +103,6 @@ class BackupOptions:
 
 
 def _now():
-    import time
     return int(time.time())
 
 
@@ -287,12 +291,12 @@ class BackupEngine:
             seen_root = True
             if kind is walker.FILE:
                 self._backup_nondir(path, value)
-                self._maybe_checkpoint(root)
+                self._maybe_checkpoint()
             elif kind is walker.ENTER:
                 self._enter_dir(path, value)
             elif kind is walker.EXIT:
                 self._exit_dir(path, value, names)
-                self._maybe_checkpoint(root)
+                self._maybe_checkpoint()
             else:
                 self.progress.error(path, value)
         if not seen_root and self.repo.file_exists(self.gen, root):
@@ -453,7 +457,7 @@ class BackupEngine:
             whole.update(chunk)
             total += len(chunk)
             chunk_ids.append(self._store_chunk(chunk))
-            self._maybe_checkpoint(None)
+            self._maybe_checkpoint()
         if total != st.st_size or self._mtime_moved(f, st):
             raise _LiveError(FileChangedDuringBackup(filename=path))
         return chunk_ids, whole.digest()
@@ -527,7 +531,7 @@ class BackupEngine:
             return self.repo_io.bytes_written - self.io_base[0]
         return self.chunk_bytes_written
 
-    def _maybe_checkpoint(self, root):
+    def _maybe_checkpoint(self):
         if self.options.checkpoint <= 0:
             return
         if self._bytes_written() - self.last_checkpoint_at < \
