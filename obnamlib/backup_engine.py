@@ -135,6 +135,31 @@ def ancestors(path):
     return result
 
 
+class _WholeFileDigest:
+    """MD5 of a whole file from its chunks.  Most files are one chunk, and
+    then the chunk's digest is the file's: the content is hashed once."""
+
+    def __init__(self):
+        self.first = None         # (chunk, digest) while only one is known
+        self.md5 = None
+
+    def add(self, chunk, digest):
+        if self.md5 is None and self.first is None:
+            self.first = (chunk, digest)
+            return
+        if self.md5 is None:
+            self.md5 = hashlib.md5(self.first[0])
+            self.first = None
+        self.md5.update(chunk)
+
+    def digest(self):
+        if self.md5 is not None:
+            return self.md5.digest()
+        if self.first is not None:
+            return self.first[1]
+        return _EMPTY_MD5
+
+
 class BackupEngine:
     """Back up roots from `fs` (live VFS) into `repo` (a Repository).
 
@@ -442,7 +467,7 @@ class BackupEngine:
                 raise OSError(errno.ENOENT, os.strerror(errno.ENOENT), path)
 
     def _store_chunks(self, path, st, f):
-        whole = hashlib.md5()
+        whole = _WholeFileDigest()
         chunk_ids = []
         total = 0
         chunks = obnamlib.chunker.iter_chunks(
@@ -454,9 +479,10 @@ class BackupEngine:
                 raise _LiveError(_as_obnam_error(e, path, io=True))
             if chunk is None:
                 break
-            whole.update(chunk)
             total += len(chunk)
-            chunk_ids.append(self._store_chunk(chunk))
+            chunk_id, digest = self._store_chunk(chunk)
+            chunk_ids.append(chunk_id)
+            whole.add(chunk, digest)
             self._maybe_checkpoint()
         if total != st.st_size or self._mtime_moved(f, st):
             raise _LiveError(FileChangedDuringBackup(filename=path))
@@ -471,7 +497,8 @@ class BackupEngine:
                 now.st_size != st.st_size)
 
     def _store_chunk(self, data):
-        """Chunk id for data: an existing chunk if dedup allows, else new."""
+        """(chunk id, MD5 digest) for data: an existing chunk if dedup
+        allows, else a new one."""
         mode = self.options.deduplicate
         if data is obnamlib.chunker.zeros(len(data)) and \
                 len(data) == self.options.chunk_size:
@@ -481,13 +508,13 @@ class BackupEngine:
         if mode != 'never':
             chunk_id = self._reuse(digest, data, mode)
             if chunk_id is not None:
-                return chunk_id
+                return chunk_id, digest
         chunk_id = self.repo.put_chunk_content(data)
         self.new_chunks.append((chunk_id, digest))
         self.run_chunks[digest] = chunk_id
         self.chunk_bytes_written += len(data)
         self.progress.uploaded(len(data))
-        return chunk_id
+        return chunk_id, digest
 
     def _reuse(self, digest, data, mode):
         chunk_id = self.run_chunks.get(digest)
