@@ -101,6 +101,8 @@ def test_url_home_relative():
     assert url.home_relative and url.path == 'backups/obnam'
     assert SftpUrl('sftp://server/~/.').path == '.'
     assert SftpUrl('sftp://server/~').home_relative
+    assert SftpUrl('sftp://server').home_relative
+    assert SftpUrl('sftp://server').path == ''
 
 
 def test_url_ipv6_literal():
@@ -220,6 +222,12 @@ def test_unknown_host_key_accepted_when_check_is_no(sshd, transport,
         assert 'known_hosts' in fs.listdir('')
     finally:
         fs.close()
+    # ssh (accept-new) records the new key; paramiko leaves the file alone
+    recorded = empty.read_text()
+    if transport == 'openssh':
+        assert sshd.host_key_line.split()[1] in recorded
+    else:
+        assert recorded == ''
 
 
 @pytest.mark.parametrize('check', ['ssh-config', 'no'])
