@@ -273,3 +273,37 @@ def test_repository_over_sftp(tmp_path, live):
         assert result.returncode == 0, result.stderr
     repo, gen = latest(tmp_path)
     assert generation_manifest(repo, gen, live) == live_manifest(live)
+
+
+def relative_manifest(root):
+    root_b = os.fsencode(root)
+    return {os.path.relpath(path, root_b): facts
+            for path, facts in live_manifest(root).items()}
+
+
+def test_each_generation_restores_to_its_own_manifest(tmp_path):
+    from tests.obnamlib.test_backup_engine import make_everything
+    live = tmp_path / 'live'
+    make_everything(live)
+    first = relative_manifest(live)
+    assert obnam(tmp_path, repo_arg(tmp_path), '--chunk-size=4k',
+                 'backup', live).returncode == 0
+    with open(live / 'big', 'r+b') as f:
+        f.seek(4100)
+        f.write(b'overwritten in the middle')
+    os.truncate(live / 'one', 0)
+    os.remove(live / 'empty')
+    os.rename(live / 'sub', live / 'moved')
+    os.chmod(live / 'old', 0o600)
+    second = relative_manifest(live)
+    result = obnam(tmp_path, repo_arg(tmp_path), '--chunk-size=4k',
+                   'backup', live)
+    assert result.returncode == 0, result.stderr
+    repo, _ = open_repository(tmp_path / 'repo')
+    gens = repo.get_generation_ids('testclient')
+    for gen, expected in zip(gens, (first, second)):
+        target = tmp_path / ('restored-%d' % gen)
+        result = obnam(tmp_path, repo_arg(tmp_path), 'restore',
+                       '--generation=%d' % gen, '--to', target)
+        assert result.returncode == 0, result.stderr
+        assert relative_manifest(str(target) + str(live)) == expected
