@@ -282,6 +282,8 @@ def relative_manifest(root):
 
 
 def test_each_generation_restores_to_its_own_manifest(tmp_path):
+    """Every object type; append, overwrite in the middle, truncate,
+    delete, rename, chmod, touch and an xattr-only change."""
     from tests.obnamlib.test_backup_engine import make_everything
     live = tmp_path / 'live'
     make_everything(live)
@@ -295,6 +297,13 @@ def test_each_generation_restores_to_its_own_manifest(tmp_path):
     os.remove(live / 'empty')
     os.rename(live / 'sub', live / 'moved')
     os.chmod(live / 'old', 0o600)
+    os.utime(live / 'nanos')                                # touch
+    with open(live / 'big', 'ab') as f:
+        f.write(b'appended')
+    try:
+        os.setxattr(live / 'setuid', 'user.only', b'xattr change')
+    except OSError:
+        pass                # no user xattrs on this file system
     second = relative_manifest(live)
     result = obnam(tmp_path, repo_arg(tmp_path), '--chunk-size=4k',
                    'backup', live)
