@@ -138,7 +138,8 @@ class ChunkedContent:
         self.size = size
         self.cache = cache
         self.fixed = None
-        self.starts = None
+        self.starts = []
+        self.end = 0
         if self.chunk_ids:
             self._guess_fixed_length()
 
