@@ -74,3 +74,37 @@ class TestEncryptedFormat6Conformance(RepositoryConformance):
             url=str(path), create=True, node_size=4096, lock_timeout=0,
             compress_with='deflate', encrypt_with=self.gpg_home.keys['Alice'],
             gnupghome=self.gpg_home.path)
+
+
+def test_forget_copes_with_chunk_missing_from_chunklist(tmp_path):
+    """Obnam 1.x dropped chunklist entries of chunks other clients still
+    used (format-6.md §7.4): the checksum then comes from the content."""
+    from obnamlib.fmt_6 import keys
+    from tests.obnamlib.repo_interface_conformance import file_md
+    url = str(tmp_path / 'repo')
+    repo = repo_factory.open_repository(url=url, create=True, lock_timeout=0)
+    repo.lock_client_list()
+    repo.add_client('a')
+    repo.commit_client_list()
+    chunk = repo.put_chunk_content(b'data')
+    repo.lock_client('a')
+    gen = repo.create_generation('a')
+    repo.set_metadata(gen, b'/f', file_md())
+    repo.set_file_chunk_ids(gen, b'/f', [chunk])
+    repo.lock_chunk_indexes()
+    repo.put_chunk_into_indexes(chunk, b'data', 'a')
+    repo.commit_client('a')
+    repo.commit_chunk_indexes()
+    repo.lock_chunk_indexes()
+    repo.indexes.list_tree.remove(keys.chunklist_key(chunk))
+    repo.indexes.changed = True
+    repo.commit_chunk_indexes()
+    reader = repo_factory.open_repository(url=url)
+    assert reader.get_chunk_index_entries()[0] == []
+    assert reader.find_chunk_ids_by_content(b'data') == [chunk]
+    repo.lock_everything()
+    repo.remove_generation(gen)
+    assert repo.remove_unused_chunks('a', [chunk]) == [chunk]
+    repo.commit_everything()
+    assert not repo.has_chunk(chunk)
+    assert repo.get_chunk_index_entries() == ([], [])
