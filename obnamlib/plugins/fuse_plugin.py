@@ -49,7 +49,7 @@ def load_binding():
 def parse_fuse_options(values):
     """--fuse-opt values -> (set of mount options, foreground?, debug?).
     A value is `-f`, `-d`, `-o OPTS`, `-oOPTS` or plain `OPTS`, where OPTS
-    is comma-separated; `ro` is always added."""
+    is comma-separated; `ro` is always added (and `rw` dropped)."""
     options = {'ro', 'fsname=obnam', 'subtype=obnam'}
     foreground = debug = False
     for value in values:
@@ -64,6 +64,7 @@ def parse_fuse_options(values):
                 if word.startswith('-o'):
                     word = word[2:]
                 options.update(o for o in word.split(',') if o)
+    options.discard('rw')
     if 'debug' in options:
         options.discard('debug')
         foreground = debug = True
