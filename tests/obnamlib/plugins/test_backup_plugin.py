@@ -316,3 +316,15 @@ def test_each_generation_restores_to_its_own_manifest(tmp_path):
                        '--generation=%d' % gen, '--to', target)
         assert result.returncode == 0, result.stderr
         assert relative_manifest(str(target) + str(live)) == expected
+
+
+def test_bad_exclude_pattern_is_reported_ignored_and_exit_1(tmp_path, live):
+    result = obnam(tmp_path, repo_arg(tmp_path), '--quiet', '--exclude=(',
+                   r'--exclude=/a$', 'backup', live)
+    assert result.returncode == 1
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith('ERROR: ') and "'('" in lines[0]
+    assert lines[1] == 'ERROR: R4C3BCX: There were errors during the backup'
+    repo, gen = latest(tmp_path)
+    assert repo.get_file_children(gen, os.fsencode(live)) == [b'dir']
