@@ -51,6 +51,7 @@ from obnamlib.vfs import VirtualFileSystem
 CHUNK = 256 * 1024 - 1024
 READ_AHEAD = 16           # READ requests in flight while streaming
 READDIRS_IN_FLIGHT = 8    # OpenSSH sends up to 100 names per READDIR
+EXCL_ATTEMPTS = 5         # exclusive creates racing with removals
 WRITES_IN_FLIGHT = 32     # WRITE requests in flight before waiting
 SMALL_PAYLOAD = 64 * 1024  # smaller WRITE data is sent with its header
 FILE_MODE = 0o600
@@ -732,21 +733,31 @@ class SftpFS(VirtualFileSystem):
         self._wait_all(nums, path)
 
     def _open_exclusive(self, full, path):
+        """Open a new file with SSH_FXF_EXCL; FileExistsError if it exists.
+
+        The server says only "Failure" when the file exists; if it is gone
+        by the time we look (its holder just released a lock), try again.
+        """
         flags = (proto.SFTP_FLAG_WRITE | proto.SFTP_FLAG_CREATE |
                  proto.SFTP_FLAG_EXCL)
-        for attempt in (1, 2):
+        made_parents = False
+        for attempt in range(EXCL_ATTEMPTS):
             try:
                 return self._open(full, flags, path)
             except FileNotFoundError:
-                if attempt == 2:
+                if made_parents:
                     raise
                 self._makedirs_abs(os.path.dirname(full), path)
+                made_parents = True
             except OSError as e:
-                if e.errno == errno.EIO and self._exists_abs(full):
+                if e.errno != errno.EIO:
+                    raise
+                if self._exists_abs(full):
                     raise FileExistsError(errno.EEXIST,
                                           os.strerror(errno.EEXIST),
                                           _fs_path(path))
-                raise
+                failure = e
+        raise failure
 
     def unlock(self, path):
         self.remove(path)

@@ -748,3 +748,20 @@ def test_read_files_reads_many_files_at_once(fs, remote_dir):
     with pytest.raises(FileNotFoundError):
         fs.read_files(['chunks/0', 'chunks/missing'])
     assert fs.read_file('chunks/1') == contents[1]    # nothing left open
+
+
+def test_lock_released_between_attempt_and_check_is_retried(fs, remote_dir,
+                                                           monkeypatch):
+    """The server only says "Failure" when the lock exists; if its holder
+    releases it before we look, the next attempt takes it."""
+    (remote_dir / 'lock').write_bytes(b'')
+    real_exists = fs._exists_abs
+
+    def holder_releases_first(full):
+        if (remote_dir / 'lock').exists():
+            os.remove(remote_dir / 'lock')
+            return False
+        return real_exists(full)
+    monkeypatch.setattr(fs, '_exists_abs', holder_releases_first)
+    fs.lock('lock', b'mine')
+    assert (remote_dir / 'lock').read_bytes() == b'mine'
