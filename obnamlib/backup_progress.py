@@ -142,11 +142,13 @@ class BackupProgress:
             logging.info('%s', line)
 
     def progress_lines(self):
-        """Two lines for the terminal display (§6.10)."""
-        first = '%s Backing up: found %d files, %s; uploaded: %s' % (
-            format_elapsed(self.duration), self.file_count,
+        """Two lines for the terminal display (§6.10, plus the speed)."""
+        duration = self.duration
+        first = '%s Backing up: found %d files, %s; uploaded: %s (%s)' % (
+            format_elapsed(duration), self.file_count,
             format_progress_size(self.scanned_bytes),
-            format_progress_size(self.uploaded_bytes))
+            format_progress_size(self.uploaded_bytes),
+            obnamlib.humanise.speed(self.uploaded_bytes, duration))
         second = self.phase or _show(self.current)
         return [first, second]
 

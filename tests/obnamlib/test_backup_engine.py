@@ -763,3 +763,32 @@ def test_file_changing_while_read_is_reported_and_old_version_kept(
         "it was being backed up" % (live, live)]
     repo, gens = generations(tmp_path / 'repo')
     assert read_back(repo, gens[1], os.fsencode(live / 'log')) == b'first'
+
+
+def test_summary_and_statistics_lines_are_exact():
+    now = [1000.0]
+    progress = backup_progress.BackupProgress(clock=lambda: now[0])
+    progress.found(b'/d/f', 5 * 1024 * 1024 + 100)
+    progress.found(b'/d', 0)
+    progress.backed_up(b'/d/f')
+    progress.uploaded(3 * 1024 * 1024 + 7)
+    progress.set_io(written=4 * 1024 * 1024, read=1536)
+    now[0] += 3723
+    progress.finish()
+    assert progress.summary_lines() == [
+        'Backed up 1 files (of 2 found), containing 5.0 MiB.',
+        'Uploaded 3.0 MiB file data in 1h2m3s at 844.9 B/s average speed.',
+        'Total download amount 1.0 KiB.',
+        'Total upload amount 4.0 MiB. Overhead was 1.0 MiB (25.0 %).',
+    ]
+    assert progress.statistics_lines() == [
+        'Backup performance statistics:',
+        '* files found: 2',
+        '* files backed up: 1',
+        '* uploaded chunk data: 3145735 bytes (3.0 MiB)',
+        '* total uploaded data (incl. metadata): 4194304 bytes (4.0 MiB)',
+        '* total downloaded data (incl. metadata): 1536 bytes (1.0 KiB)',
+        '* transfer overhead: 1050105 bytes (1.0 MiB)',
+        '* duration: 3723.0 s (1h2m3s)',
+        '* average speed: 844.9 B/s',
+    ]
