@@ -89,13 +89,37 @@ class Tree:
             return node.values[j]
         raise KeyError(key)
 
+    def _range_start(self, lo, hi):
+        """The deepest node whose subtree holds all of lo..hi, or None.
+
+        Descending while the range stays within one child makes the
+        common small range as cheap as a lookup. None: nothing in range.
+        """
+        if type(lo) is not bytes or len(lo) != self._ks:
+            lo = self._key(lo)
+        if type(hi) is not bytes or len(hi) != self._ks:
+            hi = self._key(hi)
+        if lo > hi:
+            return None, lo, hi
+        store = self._store
+        node = store.get(self._root_id)
+        while not node.is_leaf:
+            keys = node.keys
+            last = bisect_right(keys, hi) - 1
+            if last < 0:
+                return None, lo, hi
+            first = bisect_right(keys, lo) - 1
+            if first != last and not (first < 0 and last == 0):
+                break
+            node = store.get(node.children[last])
+        return node, lo, hi
+
     def lookup_range(self, minkey, maxkey):
         """Sorted list of (key, value) with minkey <= key <= maxkey."""
-        minkey, maxkey = self._key(minkey), self._key(maxkey)
+        node, lo, hi = self._range_start(minkey, maxkey)
         result = []
-        if minkey <= maxkey:
-            self._walk_range(self._store.get(self._root_id), minkey, maxkey,
-                             result.extend)
+        if node is not None:
+            self._walk_range(node, lo, hi, result.extend)
         return result
 
     def iter_range(self, minkey, maxkey):
@@ -103,10 +127,9 @@ class Tree:
 
         The tree must not be changed until the iteration is finished.
         """
-        minkey, maxkey = self._key(minkey), self._key(maxkey)
-        if minkey <= maxkey:
-            yield from self._iter(self._store.get(self._root_id),
-                                  minkey, maxkey)
+        node, lo, hi = self._range_start(minkey, maxkey)
+        if node is not None:
+            yield from self._iter(node, lo, hi)
 
     def _iter(self, node, lo, hi):
         keys = node.keys
@@ -137,10 +160,8 @@ class Tree:
 
     def count_range(self, minkey, maxkey):
         """Number of keys with minkey <= key <= maxkey."""
-        minkey, maxkey = self._key(minkey), self._key(maxkey)
-        if minkey > maxkey:
-            return 0
-        return self._count(self._store.get(self._root_id), minkey, maxkey)
+        node, lo, hi = self._range_start(minkey, maxkey)
+        return 0 if node is None else self._count(node, lo, hi)
 
     def _count(self, node, lo, hi):
         keys = node.keys
@@ -153,10 +174,8 @@ class Tree:
 
     def range_is_empty(self, minkey, maxkey):
         """Whether no key k has minkey <= k <= maxkey."""
-        minkey, maxkey = self._key(minkey), self._key(maxkey)
-        if minkey > maxkey:
-            return True
-        return not self._any(self._store.get(self._root_id), minkey, maxkey)
+        node, lo, hi = self._range_start(minkey, maxkey)
+        return node is None or not self._any(node, lo, hi)
 
     def _any(self, node, lo, hi):
         keys = node.keys

@@ -64,8 +64,17 @@ def check_trees(forest, models):
     assert len(forest.trees) == len(models)
     low, high = b'\0' * KEY_SIZE, b'\xff' * KEY_SIZE
     for tree, model in zip(forest.trees, models):
-        assert tree.lookup_range(low, high) == sorted(model.items())
+        items = sorted(model.items())
+        assert tree.lookup_range(low, high) == items
         assert tree.count_range(low, high) == len(model)
+        for lo in range(0, 310, 37):
+            for width in (0, 3, 40):
+                a, b = key(lo), key(lo + width)
+                inside = [(k, v) for k, v in items if a <= k <= b]
+                assert tree.lookup_range(a, b) == inside
+                assert list(tree.iter_range(a, b)) == inside
+                assert tree.count_range(a, b) == len(inside)
+                assert tree.range_is_empty(a, b) == (not inside)
 
 
 def apply(op, forest, models):
