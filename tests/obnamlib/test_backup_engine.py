@@ -34,8 +34,9 @@ class Counting:
         return self.fs.open_read(path)
 
 
-def backup(repo_dir, roots, fs=None, client='host', **options):
-    repo, storage = open_repository(str(repo_dir))
+def backup(repo_dir, roots, fs=None, client='host', repo_settings=None,
+           **options):
+    repo, storage = open_repository(str(repo_dir), **(repo_settings or {}))
     errors = []
     progress = backup_progress.BackupProgress(on_error=errors.append)
     engine = backup_engine.BackupEngine(
@@ -792,3 +793,43 @@ def test_summary_and_statistics_lines_are_exact():
         '* duration: 3723.0 s (1h2m3s)',
         '* average speed: 844.9 B/s',
     ]
+
+
+def test_independent_spec_reader_finds_what_backup_wrote(tmp_path):
+    """The fmt_6 tests' reader, written from format-6.md alone, decodes a
+    repository the backup engine wrote (checkpoints, a changed tree, every
+    object type) and finds every file, its metadata and its content."""
+    from tests.obnamlib.fmt_6.test_independent_reader import (
+        NODE_SIZE, SpecRepository, read_generation)
+    live = tmp_path / 'live'
+    make_everything(live)
+    manifests = [live_manifest(live)]
+    small_nodes = {'node_size': NODE_SIZE}     # deep trees, many nodes
+    backup(tmp_path / 'repo', [live], chunk_size=4096, checkpoint=8192,
+           repo_settings=small_nodes)
+    os.remove(live / 'one')
+    (live / 'sub' / 'new').write_bytes(os.urandom(10000))
+    manifests.append(live_manifest(live))
+    backup(tmp_path / 'repo', [live], chunk_size=4096, checkpoint=8192,
+           repo_settings=small_nodes)
+
+    spec = SpecRepository(str(tmp_path / 'repo'))
+    gens = spec.generations(spec.client_id(b'host'))
+    assert len(gens) == 2
+    for (_, tree), manifest in zip(gens, manifests):
+        found = read_generation(spec, tree)
+        below = {path: entry for path, entry in found.items()
+                 if path.startswith(os.fsencode(live))}
+        assert set(below) == set(manifest)
+        for path, (md, content) in below.items():
+            mode, mtime_ns, size, nlink, data, xattrs = manifest[path]
+            assert oct(md['st_mode']) == mode
+            assert md['st_mtime_sec'] * 10 ** 9 + md['st_mtime_nsec'] == \
+                mtime_ns
+            if content is not None:
+                assert hashlib.sha1(content).hexdigest() == data
+                assert md['md5'] == hashlib.md5(content).digest()
+            elif stat.S_ISLNK(md['st_mode']):
+                assert md['target'] == data
+        # the ancestors of the root are there, up to /
+        assert os.fsencode(tmp_path) in found and b'/' in found
