@@ -227,3 +227,33 @@ def test_obnam_restore_command_on_encrypted_reference(
         assert result.stdout.startswith(b'Restored ')
         assert_matches_manifest(find_data_dir(str(target)),
                                 str(ref / ('manifest-%d' % index)))
+
+
+# --- format 5 (Obnam 0.27-era beta), read-only ---------------------------------
+
+def test_restore_format_5_reference(reference_gpg_home, tmp_path):
+    """Its one generation matches data.summain (Ino and Dev left out)."""
+    import tarfile
+    with tarfile.open(os.path.join(
+            rr.REFERENCE, 'repo-format-5-encrypted-gzipped.tar.gz')) as tar:
+        tar.extractall(str(tmp_path / 'ref'))
+    repo = repo_factory.open_repository(
+        {'gnupghome': reference_gpg_home.path}, url=str(tmp_path / 'ref' / 'repo'))
+    gen = repo.get_generation_ids('rainyday')[-1]
+    target = tmp_path / 'target'
+    obnamlib.restorer.Restorer(
+        repo, gen, obnamlib.vfs_local.LocalFS('/'), os.fsencode(str(target)),
+        client_name='rainyday').restore()
+    with open(tmp_path / 'ref' / 'data.summain', encoding='utf-8') as f:
+        manifest = parse_summain(f.read())
+    assert len(manifest) == 5
+    data = [d for d, names, _ in os.walk(target) if 'data' in names]
+    assert len(data) == 1
+    base = data[0]
+    found = {os.path.relpath(os.path.join(d, n), base)
+             for d, dirs, files in os.walk(os.path.join(base, 'data'))
+             for n in dirs + files} | {'data'}
+    assert found == set(manifest)
+    for name, fields in manifest.items():
+        assert restored_facts(os.path.join(base, name)) == \
+            expected_facts(fields), name
