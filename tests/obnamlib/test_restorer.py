@@ -576,3 +576,23 @@ def test_restore_over_sftp(world, sshd, monkeypatch):
         if name == 'xattrs':
             want[-1] = {}
         assert list(after[name]) == want, name
+
+
+def test_unknown_file_type_is_notified_and_skipped(world):
+    tmp, live = world
+    write(live / 'odd', b'')
+    write(live / 'fine', b'fine')
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    path = os.fsencode(str(live / 'odd'))
+    repo.lock_client(rh.CLIENT)
+    md = repo.get_metadata(gen, path)
+    repo.set_metadata(gen, path, md.copy(st_mode=0o150644, md5=None))
+    repo.set_file_chunk_ids(gen, path, [])
+    repo.commit_client(rh.CLIENT)
+    target = tmp / 'target'
+    r, rep = restorer(repo, gen, target)
+    r.restore()
+    assert rep.notes == ['Unknown file type: %s (150644)' % (live / 'odd')]
+    restored = target / str(live).lstrip('/')
+    assert sorted(os.listdir(restored)) == ['fine']
