@@ -6,7 +6,7 @@ DEFAULT_NODE_SIZE = 262144
 # Nodes kept decoded in memory.  Client trees are walked in file-id order
 # (ids count up within a run), so a few hundred nodes suffice; dedup looks
 # up random checksums, so the chunk indexes keep up to larch's default.
-CLIENT_CACHE_NODES = 256
+CLIENT_CACHE_NODES = 128
 INDEX_CACHE_NODES = 1024
 
 
