@@ -108,3 +108,52 @@ def test_forget_copes_with_chunk_missing_from_chunklist(tmp_path):
     repo.commit_everything()
     assert not repo.has_chunk(chunk)
     assert repo.get_chunk_index_entries() == ([], [])
+
+
+def _colliding_basenames():
+    """Two names whose MD5s share the first 4 bytes: same default file id
+    in one directory (a birthday search, ~2**16 hashes)."""
+    import hashlib
+    seen = {}
+    i = 0
+    while True:
+        name = b'n%d' % i
+        prefix = hashlib.md5(name).digest()[:4]
+        if prefix in seen:
+            return seen[prefix], name
+        seen[prefix] = name
+        i += 1
+
+
+def test_paths_sharing_a_default_file_id(tmp_path):
+    from obnamlib.fmt_6 import keys
+    from tests.obnamlib.repo_interface_conformance import dir_md, file_md
+    one, two = _colliding_basenames()
+    a, b = b'/d/' + one, b'/d/' + two
+    assert keys.default_file_id(a) == keys.default_file_id(b)
+    url = str(tmp_path / 'repo')
+    repo = repo_factory.open_repository(url=url, create=True, lock_timeout=0)
+    repo.lock_client_list()
+    repo.add_client('c')
+    repo.commit_client_list()
+    repo.lock_client('c')
+    gen = repo.create_generation('c')
+    repo.set_metadata(gen, b'/d', dir_md())
+    repo.set_metadata(gen, a, file_md(size=1))
+    repo.set_metadata(gen, b, file_md(size=2))
+    repo.set_file_chunk_ids(gen, a, [1])
+    repo.set_file_chunk_ids(gen, b, [2])
+    repo.commit_client('c')
+    reader = repo_factory.open_repository(url=url)
+    gen = reader.get_generation_ids('c')[0]
+    assert reader.get_metadata(gen, a).st_size == 1
+    assert reader.get_metadata(gen, b).st_size == 2
+    assert reader.get_file_chunk_ids(gen, b) == [2]
+    assert reader.get_file_children(gen, b'/d') == sorted([one, two])
+    repo.lock_client('c')
+    gen2 = repo.create_generation('c')
+    repo.remove_file(gen2, a)
+    assert not repo.file_exists(gen2, a)
+    assert repo.get_metadata(gen2, b).st_size == 2
+    assert repo.get_generation_chunk_ids(gen2) == {2}
+    repo.commit_client('c')
