@@ -211,6 +211,8 @@ class ObnamApp(cliapp.Application):
             output_filename=self.settings['output'],
             stdout=self.stdout, stderr=self.stderr)
         self.output = self.ui.output
+        for p in self.plugins:
+            p.settings_ready()
         self.process_args(args)
         self.cleanup()
         self.disable_plugins()

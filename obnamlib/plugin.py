@@ -24,6 +24,8 @@ registers the group's settings and subcommands.  The API a plugin uses:
   'everything', create=False) as repo:` gives an
   `obnamlib.repo_interface.Repository`; the locks taken are released
   when the block ends, also on errors.  Commit inside the block.
+* `settings_ready()` is called after the settings are parsed and before
+  the subcommand runs (for notices about settings).
 * Errors: raise an `obnamlib.errors.ObnamError` subclass; the application
   prints `ERROR: CODE: message` and exits 1.  Return normally for
   success; set `self.app.exit_code` for other exit codes (nagios).
@@ -51,6 +53,10 @@ class ObnamPlugin(cliapp.Plugin):
 
     def disable(self):
         """Undo enable (nothing to undo by default)."""
+
+    def settings_ready(self):
+        """Called once settings are final and `self.app.ui` exists, before
+        the subcommand runs: for checks and notices about settings."""
 
     def not_implemented(self, what):
         """Fail clearly instead of doing the wrong thing."""

@@ -733,3 +733,14 @@ def test_unwritable_output_file_is_a_system_error(home, tmp_path):
     assert run(['--output', str(target), 'list-formats'], home) == (
         1, b'', b'ERROR: RD5FA4X: System error: %s: 2: No such file or '
         b'directory\n' % str(target).encode())
+
+
+def test_gzip_compression_name_is_deprecated(home):
+    notice = (b'--compress-with=gzip is deprecated.  Use '
+              b'--compress-with=deflate instead\n')
+    assert run(['--compress-with=gzip', 'list-formats'], home) == \
+        (0, notice + b'6\n', b'')
+    assert run(['--compress-with=gzip', '--quiet', 'list-formats'], home) == \
+        (0, b'6\n', b'')
+    assert run(['--compress-with=deflate', 'list-formats'], home) == \
+        (0, b'6\n', b'')
