@@ -112,8 +112,10 @@ class RepositoryFormat6(repo_interface.Repository):
         self.locks.unlock_all()
 
     def force_locks(self):
+        """Every client directory is its decimal id, so listing the root
+        finds every client lock without reading (maybe undecryptable or
+        damaged) trees."""
         dirs = {CLIENT_LIST_DIR} | set(CHUNK_DIRS)
-        dirs |= {str(cid) for cid in self.client_list.ids().values()}
         if self.fs.isdir('.'):
             dirs |= {name for name in self.fs.listdir('.') if name.isdigit()}
         for dirname in sorted(dirs):
