@@ -365,10 +365,7 @@ class RepositoryFormat6(repo_interface.Repository):
 
     def find_chunk_ids_by_content(self, data):
         checksum = keys.content_checksum(data)
-        found = self._find_by_checksum(checksum)
-        for chunk_id in found:
-            self.checksums[chunk_id] = checksum
-        return found
+        return self._find_by_checksum(checksum)
 
     def find_chunk_ids_by_md5(self, md5_digest):
         return self._find_by_checksum(md5_digest.hex().encode('ascii'))
@@ -429,7 +426,8 @@ class RepositoryFormat6(repo_interface.Repository):
             raise errors.RepositoryChunkIndexesNotLocked()
 
     def put_chunk_into_indexes(self, chunk_id, data, client_name):
-        """data may be None for a chunk this object stored or found."""
+        """data may be None: the checksum then comes from this session,
+        the chunklist, or the chunk's content."""
         self._require_indexes_lock()
         if data is not None:
             checksum = keys.content_checksum(data)
