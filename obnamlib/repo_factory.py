@@ -76,6 +76,9 @@ def open_repository(settings=None, vfs=None, create=False, url=None,
         keys = _toplevel_keys(vfs, opts)
         if create:
             _make_root(vfs, url)
+        elif not _is_local(url) and not vfs.isdir('.'):
+            raise errors.ObnamSystemError(filename=url, errno=errno.ENOENT,
+                                          strerror=os.strerror(errno.ENOENT))
         found = _check_format(vfs, url, create, keys)
         repo_fs = _repository_fs(vfs, opts, keys, found)
     else:
