@@ -283,6 +283,8 @@ class SftpFS(VirtualFileSystem):
         self._known_dirs = set()
         self._has_posix_rename = True
         self._has_lsetstat = True
+        # A connection handed in stays open when this object is closed.
+        self.owns_connection = connection is None
         self.connection = connection or ssh_auth.open_sftp(self.target)
         self.sftp = self.connection.sftp
         try:
@@ -859,10 +861,11 @@ class SftpFS(VirtualFileSystem):
 
     def close(self):
         if self.connection is not None:
-            try:
-                self.connection.close()
-            except (OSError, EOFError, paramiko.SSHException):
-                pass
+            if self.owns_connection:
+                try:
+                    self.connection.close()
+                except (OSError, EOFError, paramiko.SSHException):
+                    pass
             self.connection = None
             self._dead = 'connection closed'
 

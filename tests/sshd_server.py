@@ -188,12 +188,12 @@ class SshdServer:
             [SSHD, '-D', '-e', '-f', self.config],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE)
-        reader = threading.Thread(target=self._read_log, daemon=True)
-        reader.start()
+        self._reader = threading.Thread(target=self._read_log, daemon=True)
+        self._reader.start()
         if self._listening.wait(START_TIMEOUT) and self.process.poll() is None:
             return True
         self._terminate()
-        reader.join(5)
+        self._reader.join(5)
         if any('Address already in use' in line for line in self.log_lines):
             return False
         raise SshdError('sshd did not start:\n' + '\n'.join(self.log_lines))
@@ -237,6 +237,7 @@ class SshdServer:
     def stop(self):
         self._terminate()
         if self.process is not None and self.process.stderr:
+            self._reader.join(10)   # EOF once sshd is gone; then close
             self.process.stderr.close()
         self.process = None
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -21,7 +21,8 @@ from obnamlib import repo_factory
 from obnamlib.vfs_sftp import SftpFS
 from tests.gpg_fixture import gpg_home  # noqa: F401 (a fixture)
 from tests.obnamlib.repo_interface_conformance import RepositoryConformance
-from tests.obnamlib.test_vfs_sftp import settings_for, shared_sshd
+from tests.obnamlib.test_vfs_sftp import (kill_sessions, settings_for,
+                                          shared_sshd)
 
 
 @pytest.fixture(autouse=True)
@@ -237,7 +238,7 @@ def test_dropped_connection_mid_backup_then_resume(work):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         _wait_for_chunk_files(repo_dir, p)
-        assert sshd.kill_sessions() > 0
+        assert kill_sessions(sshd) > 0
         out, err = p.communicate(timeout=120)
     finally:
         if p.poll() is None:

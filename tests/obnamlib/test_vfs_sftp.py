@@ -38,6 +38,34 @@ def sshd():
     return shared_sshd()
 
 
+_connection = []
+
+
+def shared_connection():
+    """One OpenSSH connection for the data-path tests (a handshake costs
+    more than most tests); tests that break connections make their own."""
+    if not _connection or not _connection[0].is_alive():
+        sshd = shared_sshd()
+        target = ssh_auth.SshTarget(sshd.host, sshd.port, sshd.user,
+                                    settings_for(sshd, 'openssh'))
+        _connection[:] = [ssh_auth.open_sftp(target)]
+    return _connection[0]
+
+
+def kill_sessions(sshd):
+    """Drop every connection, the shared one too (made anew when needed)."""
+    killed = sshd.kill_sessions()
+    if _connection:
+        _connection.pop().close()
+    return killed
+
+
+def shared_fs(root):
+    sshd = shared_sshd()
+    return SftpFS(sshd.url(root), settings_for(sshd, 'openssh'),
+                  connection=shared_connection())
+
+
 @pytest.fixture(autouse=True)
 def isolated_ssh_user(tmp_path, monkeypatch):
     """No agent, no ~/.ssh of the person running the tests (paramiko)."""
@@ -71,7 +99,7 @@ def remote_dir(tmp_path):
 def fs(sshd, remote_dir):
     """Over the default transport; both share the SFTP layer, and the
     Repository suite in test_sftp_end_to_end.py runs over paramiko."""
-    fs = SftpFS(sshd.url(str(remote_dir)), settings_for(sshd, 'openssh'))
+    fs = shared_fs(str(remote_dir))
     yield fs
     fs.close()
 
@@ -397,7 +425,7 @@ def test_dropped_connection_is_a_clear_error(sshd, transport, remote_dir):
     fs = SftpFS(sshd.url(str(remote_dir)), settings_for(sshd, transport))
     try:
         fs.write_file('before', b'1')
-        assert sshd.kill_sessions() > 0
+        assert kill_sessions(sshd) > 0
         with pytest.raises(vfs_sftp.SftpConnectionLost) as e:
             for i in range(3):
                 fs.write_file('after%d' % i, b'2' * 100000)
@@ -682,8 +710,7 @@ class SftpConformance(VfsConformance):
     transport = None
 
     def make_vfs(self, root):
-        sshd = shared_sshd()
-        return SftpFS(sshd.url(root), settings_for(sshd, self.transport))
+        return shared_fs(root)
 
     def test_symlink_and_times(self):
         link = self.live('l')
