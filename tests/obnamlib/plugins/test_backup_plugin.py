@@ -328,3 +328,53 @@ def test_bad_exclude_pattern_is_reported_ignored_and_exit_1(tmp_path, live):
     assert lines[1] == 'ERROR: R4C3BCX: There were errors during the backup'
     repo, gen = latest(tmp_path)
     assert repo.get_file_children(gen, os.fsencode(live)) == [b'dir']
+
+
+NOBODY = 65534
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists('/usr/bin/setpriv'),
+                    reason='needs root to become an ordinary user')
+def test_unreadable_file_and_directory_as_an_ordinary_user():
+    """Real EACCES: the errors of cli.md §6.8 with their codes, the rest is
+    committed, exit 1; verify afterwards finds no problems."""
+    import shutil
+    import tempfile
+    top = tempfile.mkdtemp(prefix='obnam-nobody-', dir='/tmp')
+    try:
+        os.chmod(top, 0o755)
+        live = os.path.join(top, 'live')
+        os.mkdir(live)
+        with open(os.path.join(live, 'fine'), 'wb') as f:
+            f.write(b'fine')
+        with open(os.path.join(live, 'unreadable-file'), 'wb') as f:
+            f.write(b'secret')
+        os.mkdir(os.path.join(live, 'unreadable-dir'))
+        for dirpath, dirnames, filenames in os.walk(top):
+            for name in [dirpath] + [os.path.join(dirpath, n)
+                                     for n in dirnames + filenames]:
+                os.lchown(name, NOBODY, NOBODY)
+        os.chmod(os.path.join(live, 'unreadable-file'), 0)
+        os.chmod(os.path.join(live, 'unreadable-dir'), 0)
+        as_nobody = ['setpriv', '--reuid=%d' % NOBODY,
+                     '--regid=%d' % NOBODY, '--clear-groups',
+                     sys.executable, OBNAM, '--no-default-configs',
+                     '--client-name=nobody', '--quiet',
+                     '--repository=%s/repo' % top]
+        result = subprocess.run(as_nobody + ['backup', live],
+                                capture_output=True)
+        assert result.returncode == 1
+        assert sorted(result.stderr.decode().splitlines()) == [
+            "ERROR: Can't back up %s/unreadable-dir: RD5FA4X: System error: "
+            "%s/unreadable-dir: 13: Permission denied" % (live, live),
+            "ERROR: Can't back up %s/unreadable-file: RCE08AX: I/O error: "
+            "%s/unreadable-file: 13: Permission denied" % (live, live),
+            'ERROR: R4C3BCX: There were errors during the backup',
+        ]
+        result = subprocess.run(as_nobody + ['verify', live],
+                                capture_output=True)
+        assert (result.returncode, result.stdout) == (
+            0, b'Verify did not find problems.\n'), result.stderr
+    finally:
+        os.chmod(os.path.join(top, 'live', 'unreadable-dir'), 0o755)
+        shutil.rmtree(top)
