@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from obnamlib import repo_factory
+from obnamlib import repo_factory, ssh_auth
 from obnamlib.vfs_sftp import SftpFS
 from tests.gpg_fixture import gpg_home  # noqa: F401 (a fixture)
 from tests.obnamlib.repo_interface_conformance import RepositoryConformance
@@ -35,21 +35,21 @@ def isolated_ssh_user(tmp_path, monkeypatch):
 
 
 class TestFormat6OverSftp(RepositoryConformance):
-    """Two Repository objects on one path are two SSH connections."""
+    """Over paramiko's transport.  Two Repository objects on one path share
+    the SSH connection but nothing else: locks and files live on the
+    server, as with two processes."""
 
-    @pytest.fixture(autouse=True)
-    def _close_connections(self):
-        self.opened = []
-        yield
-        for fs in self.opened:
-            fs.close()
+    connection = None
 
     def open_repo(self, path):
         sshd = shared_sshd()
         url = sshd.url(str(path))
         settings = settings_for(sshd, 'paramiko')
-        fs = SftpFS(url, settings)
-        self.opened.append(fs)
+        cls = type(self)
+        if cls.connection is None or not cls.connection.is_alive():
+            cls.connection = ssh_auth.open_sftp(ssh_auth.SshTarget(
+                sshd.host, sshd.port, sshd.user, settings))
+        fs = SftpFS(url, settings, connection=cls.connection)
         return repo_factory.open_repository(
             settings, vfs=fs, url=url, create=True, node_size=4096,
             lock_timeout=0)
