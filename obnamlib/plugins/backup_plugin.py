@@ -99,7 +99,9 @@ class BackupPlugin(obnamlib.plugin.ObnamPlugin):
 def make_options(settings, excluder):
     """BackupOptions from the application's settings."""
     exclusions = obnamlib.walker.Exclusions(
-        exclude_path=excluder.excluding_pattern,
+        # No exclude patterns: no per-path test at all (the common case).
+        exclude_path=excluder.excluding_pattern if excluder.excludes
+        else None,
         exclude_caches=settings['exclude-caches'],
         one_file_system=settings['one-file-system'],
         log=logging.debug)
