@@ -148,3 +148,30 @@ def test_missing_chunk_fails_at_the_end(tmp_path, backed_up):
                       'Failed to restore %s' % (live / 'g')]
     assert SUMMARY.match(result.stdout), result.stdout
     assert restored(tmp_path / 'x', live, 'dir').is_dir()
+
+
+def test_progress_and_summary_formats(tmp_path, backed_up):
+    import io
+    from obnamlib import ui as ui_module
+    from obnamlib.plugins import restore_plugin
+    _, repo, gens = backed_up
+    progress = ui_module.RecordingProgress()
+    ui = ui_module.UserInterface(stdout=io.StringIO(), stderr=io.StringIO(),
+                                 progress=progress)
+    reporter = restore_plugin.UiReporter(ui, repo, gens[1], full=True)
+    reporter.downloaded(14)
+    reporter.restored(b'/some/path', None)
+    assert len(progress.lines) == 1
+    assert re.match(r'^\d\d:\d\d:\d\d 1 files 14\.0 B \(\d+ %\) '
+                    r'\d+\.\d \S+/s /some/path$', progress.lines[0]) or \
+        re.match(r'^1 files 14\.0 B \d+\.\d \S+/s /some/path$',
+                 progress.lines[0]), progress.lines[0]
+    reporter.error('Failed to restore /x: R43272X: gone')
+    assert ui.stderr.getvalue() == 'Failed to restore /x: R43272X: gone\n'
+    assert restore_plugin.summary_line(25, 3 * 1024 + 5, 3723) == (
+        'Restored 25 files, downloaded 3.0 KiB in 1h2m3s at 0.8 B/s '
+        'average speed')
+    assert restore_plugin.statistics_lines(2, 100, 2.0) == [
+        'Restore performance statistics:', '* files restored: 2',
+        '* downloaded data: 100 bytes (100.0 B)',
+        '* duration: 2.0 s (2s)', '* average speed: 50.0 B/s']
