@@ -3,10 +3,14 @@
 import larch
 
 DEFAULT_NODE_SIZE = 262144
-# Nodes kept decoded in memory.  Client trees are walked in file-id order
-# (ids count up within a run), so a few hundred nodes suffice; dedup looks
-# up random checksums, so the chunk indexes keep up to larch's default.
+# Nodes kept decoded in memory.  Our client trees are walked in file-id
+# order (ids count up within a run), so a writer needs few nodes; readers
+# may meet Obnam 1.x trees with random file ids, where a restore's lookups
+# scatter, so they keep more; dedup looks up random checksums, so the chunk
+# indexes keep up to larch's default.  A cache only fills as far as the
+# tree is big.
 CLIENT_CACHE_NODES = 128
+READER_CACHE_NODES = 512
 INDEX_CACHE_NODES = 1024
 
 
