@@ -217,6 +217,16 @@ class RepositoryConformance:
         other.lock_chunk_indexes()
         other.close()
 
+    def test_readers_need_no_locks(self, repo, path):
+        gen = self.backup(repo, {b'/': (dir_md(), None)})
+        repo.lock_everything()
+        reader = self.other(path)
+        assert reader.get_client_names() == [CLIENT]
+        assert reader.get_generation_ids(CLIENT) == [gen]
+        assert reader.get_metadata(gen, b'/') == dir_md()
+        reader.close()
+        repo.unlock_everything()
+
     def test_changing_client_needs_lock(self, repo):
         self.add_client(repo)
         with pytest.raises(errors.RepositoryClientNotLocked) as e:
