@@ -228,7 +228,8 @@ class GenerationTree:
         if old:
             self.tree.remove_range(*keys.file_range(file_id, keys.FILE_CHUNKS))
             for chunk_id in set(old):
-                self.tree.remove(keys.chunk_ref_key(chunk_id, file_id))
+                ref = keys.chunk_ref_key(chunk_id, file_id)
+                self.tree.remove_range(ref, ref)    # tolerate a missing one
         self.next_chunk_index[file_id] = 0
         self._append(file_id, chunk_ids)
 
