@@ -36,7 +36,6 @@ import zlib
 from collections import deque
 
 import paramiko
-from paramiko.py3compat import long as int64
 from paramiko import sftp as proto
 from paramiko.sftp_attr import SFTPAttributes
 
@@ -58,6 +57,10 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 
 log = logging.getLogger(__name__)
+
+
+class int64(int):
+    """An offset: packed as 64 bits (plain ints are 32-bit fields)."""
 
 
 class InvalidPortError(ObnamError):
