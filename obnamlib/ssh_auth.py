@@ -32,8 +32,9 @@ from obnamlib.errors import ObnamError, legacy_code
 CONNECT_TIMEOUT = 30
 DEFAULT_KEY_FILES = ('~/.ssh/id_ed25519', '~/.ssh/id_ecdsa', '~/.ssh/id_rsa')
 GLOBAL_KNOWN_HOSTS = '/etc/ssh/ssh_known_hosts'
-KEY_CLASSES = (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey,
-               paramiko.DSSKey)
+KEY_CLASSES = tuple(getattr(paramiko, name) for name in
+                    ('Ed25519Key', 'ECDSAKey', 'RSAKey', 'DSSKey')
+                    if hasattr(paramiko, name))
 # paramiko names the signature algorithms of an RSA host key differently.
 RSA_ALGORITHMS = ('rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa')
 
