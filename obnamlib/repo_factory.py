@@ -84,8 +84,10 @@ def open_repository(settings=None, vfs=None, create=False, url=None,
     else:
         _check_format(repo_fs, url, create, None)
     from obnamlib.fmt_6.repo_fmt_6 import RepositoryFormat6
-    return RepositoryFormat6(repo_fs, node_size=int(opts['node-size']),
-                             lock_timeout=int(opts['lock-timeout']),
+    return RepositoryFormat6(repo_fs,
+                             node_size=int(opts.get('node-size',
+                                                    DEFAULTS['node-size'])),
+                             lock_timeout=int(opts.get('lock-timeout', 60)),
                              location=url or '')
 
 
