@@ -262,3 +262,11 @@ def test_fuse_options():
     assert parse(['-oallow_root', 'rw']) == (base | {'allow_root'},
                                              False, False)
     assert parse(['-d']) == (base, True, True)
+
+
+@needs_fuse
+def test_sigterm_unmounts_and_exits_cleanly(mounted):
+    base, live, mnt, proc = mounted
+    proc.terminate()
+    assert proc.wait(timeout=60) == 0
+    assert not os.path.ismount(mnt)
