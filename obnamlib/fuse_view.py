@@ -22,9 +22,8 @@ import dataclasses
 import errno
 import os
 import stat
-import struct
 
-from obnamlib import errors, repo_interface
+from obnamlib import errors, metadata, repo_interface
 
 PID_NAME = b'.pid'
 LATEST_NAME = b'latest'
@@ -55,24 +54,11 @@ class Attributes:
 
 
 def decode_xattr_blob(blob):
-    """The stored xattr blob -> [(name, value)] (format-6.md §7.5 layout:
-    names length, NUL-terminated names, one length per value, values).
-    Kept here so the view does not depend on a repository format module."""
-    if not blob:
-        return []
+    """The stored xattr blob -> [(name, value)]; damage is EIO to readers."""
     try:
-        (names_len,) = struct.unpack_from('!Q', blob)
-        names = blob[8:8 + names_len].split(b'\0')[:-1]
-        pos = 8 + names_len
-        lengths = struct.unpack_from('!%dQ' % len(names), blob, pos)
-    except struct.error:
+        return metadata.decode_xattrs(blob)
+    except errors.RepositoryCorrupt:
         raise OSError(errno.EIO, 'corrupt xattr blob')
-    pos += 8 * len(names)
-    pairs = []
-    for name, length in zip(names, lengths):
-        pairs.append((name, blob[pos:pos + length]))
-        pos += length
-    return pairs
 
 
 def time_ns(seconds, nanoseconds):

@@ -12,10 +12,10 @@ import grp
 import os
 import pwd
 import stat
-import struct
 
 import obnamlib.errors
 import obnamlib.metadata
+from obnamlib.metadata import decode_xattrs, encode_xattrs  # noqa: F401
 
 
 class SetMetadataError(obnamlib.errors.ObnamError):
@@ -25,32 +25,6 @@ class SetMetadataError(obnamlib.errors.ObnamError):
 
 _BILLION = 1000000000
 _SETID_BITS = stat.S_ISUID | stat.S_ISGID
-
-
-def encode_xattrs(pairs):
-    """The §7.5 blob for [(name, value)], or None when there are none."""
-    if not pairs:
-        return None
-    name_block = b''.join(name + b'\0' for name, _ in pairs)
-    lengths = b''.join(struct.pack('!Q', len(value)) for _, value in pairs)
-    return (struct.pack('!Q', len(name_block)) + name_block + lengths +
-            b''.join(value for _, value in pairs))
-
-
-def decode_xattrs(blob):
-    """[(name, value)] from a §7.5 blob (None or empty -> [])."""
-    if not blob:
-        return []
-    (block_len,) = struct.unpack_from('!Q', blob, 0)
-    names = blob[8:8 + block_len].split(b'\0')[:-1]
-    pos = 8 + block_len
-    lengths = struct.unpack_from('!%dQ' % len(names), blob, pos)
-    pos += 8 * len(names)
-    pairs = []
-    for name, length in zip(names, lengths):
-        pairs.append((name, blob[pos:pos + length]))
-        pos += length
-    return pairs
 
 
 class MetadataReader:

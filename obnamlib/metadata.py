@@ -9,6 +9,9 @@ Reading metadata from a live file system and applying it on restore live in
 
 import dataclasses
 import stat
+import struct
+
+from obnamlib import errors
 
 
 @dataclasses.dataclass
@@ -45,3 +48,37 @@ class Metadata:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(Metadata))
+
+
+# The xattr blob of format-6.md §7.5 is how Metadata.xattr holds attributes.
+
+def encode_xattrs(pairs):
+    """[(name, value)] bytes pairs -> the xattr blob; None when no pairs."""
+    if not pairs:
+        return None
+    names = b''.join(name + b'\0' for name, _ in pairs)
+    lengths = b''.join(struct.pack('!Q', len(value)) for _, value in pairs)
+    return (struct.pack('!Q', len(names)) + names + lengths +
+            b''.join(value for _, value in pairs))
+
+
+def decode_xattrs(blob):
+    """The xattr blob -> [(name, value)] in stored order."""
+    if not blob:
+        return []
+    try:
+        (names_len,) = struct.unpack_from('!Q', blob)
+        names = blob[8:8 + names_len].split(b'\0')[:-1]
+        pos = 8 + names_len
+        lengths = struct.unpack_from('!%dQ' % len(names), blob, pos)
+        pos += 8 * len(names)
+        pairs = []
+        for name, length in zip(names, lengths):
+            pairs.append((name, blob[pos:pos + length]))
+            pos += length
+    except struct.error as e:
+        raise errors.RepositoryCorrupt(what='xattr blob', reason=str(e))
+    if pos != len(blob):
+        raise errors.RepositoryCorrupt(what='xattr blob',
+                                       reason='lengths do not add up')
+    return pairs

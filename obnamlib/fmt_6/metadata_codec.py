@@ -8,6 +8,7 @@ import struct
 
 from obnamlib import errors
 from obnamlib.metadata import Metadata
+from obnamlib.metadata import encode_xattrs, decode_xattrs  # noqa: F401 (re-used name)
 
 # Packing order of the fixed part after the flags word.
 INT_FIELDS = ('st_mode', 'st_mtime_sec', 'st_mtime_nsec', 'st_atime_sec',
@@ -79,33 +80,3 @@ def decode_metadata(data, what='file metadata'):
     return Metadata(**fields)
 
 
-def encode_xattrs(pairs):
-    """[(name, value)] bytes pairs -> the xattr blob; None when no pairs."""
-    if not pairs:
-        return None
-    names = b''.join(name + b'\0' for name, _ in pairs)
-    lengths = b''.join(struct.pack('!Q', len(value)) for _, value in pairs)
-    return (struct.pack('!Q', len(names)) + names + lengths +
-            b''.join(value for _, value in pairs))
-
-
-def decode_xattrs(blob):
-    """The xattr blob -> [(name, value)] in stored order."""
-    if not blob:
-        return []
-    try:
-        (names_len,) = struct.unpack_from('!Q', blob)
-        names = blob[8:8 + names_len].split(b'\0')[:-1]
-        pos = 8 + names_len
-        lengths = struct.unpack_from('!%dQ' % len(names), blob, pos)
-        pos += 8 * len(names)
-        pairs = []
-        for name, length in zip(names, lengths):
-            pairs.append((name, blob[pos:pos + length]))
-            pos += length
-    except struct.error as e:
-        raise errors.RepositoryCorrupt(what='xattr blob', reason=str(e))
-    if pos != len(blob):
-        raise errors.RepositoryCorrupt(what='xattr blob',
-                                       reason='lengths do not add up')
-    return pairs
