@@ -82,7 +82,8 @@ class BackupOptions:
     def __init__(self, client_name, chunk_size=1024 * 1024,
                  checkpoint=1024 ** 3, deduplicate='fatalist',
                  leave_checkpoints=False, pretend=False, now=None,
-                 exclusions=None, fail_matching=(), repository_url=''):
+                 exclusions=None, fail_matching=(), repository_url='',
+                 key_id=''):
         self.client_name = client_name
         self.chunk_size = max(1, int(chunk_size))
         self.checkpoint = int(checkpoint)
@@ -100,6 +101,8 @@ class BackupOptions:
         # file fails with ENOENT (for tests of per-file errors as root).
         self.fail_matching = list(fail_matching)
         self.repository_url = repository_url
+        # --encrypt-with: recorded in the client list for client-keys.
+        self.key_id = key_id or ''
 
 
 def _now():
@@ -248,7 +251,7 @@ class BackupEngine:
         self.repo.lock_client_list()
         try:
             if self.client not in self.repo.get_client_names():
-                self.repo.add_client(self.client)
+                self.repo.add_client(self.client, self.options.key_id)
             self.repo.commit_client_list()
         except BaseException:
             self.repo.unlock_client_list()

@@ -116,7 +116,8 @@ def make_options(settings, excluder):
         exclusions=exclusions,
         fail_matching=[re.compile(os.fsencode(pattern))
                        for pattern in settings['testing-fail-matching']],
-        repository_url=settings['repository'])
+        repository_url=settings['repository'],
+        key_id=settings['encrypt-with'])
 
 
 def normalise_root(root):

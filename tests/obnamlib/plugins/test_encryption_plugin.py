@@ -243,3 +243,12 @@ def test_obnam_1x_encrypted_repository_continued(tmp_path, reference_home,
     for name in ('clientlist', 'chunks', 'chunklist', 'chunksums'):
         key = (tmp_path / 'repo' / name / 'key').read_bytes()
         assert len(gpg.decrypt(key, reference_home.path)) == 64
+
+
+def test_backup_records_encrypt_with_as_client_key(tmp_path, homes):
+    alice, _ = homes
+    live = make_live(tmp_path / 'live', 'text')
+    enc = '--encrypt-with=%s' % alice.keys['Alice']
+    ok(obnam(tmp_path, alice, 'c1', enc, 'backup', live))
+    assert ok(obnam(tmp_path, alice, 'c1', enc, 'client-keys')) == (
+        'c1 %s\n' % alice.keys['Alice'])
