@@ -1,0 +1,89 @@
+"""Running one benchmarked command and recording what it cost.
+
+A Measurement is what one tool spent on one step: wall time, CPU time of
+its whole process tree (from wait4), peak RSS, the repository size after
+the step, and, for remote repositories, the CPU time the server side
+spent.  A failed command is a Measurement too, carrying the error, so one
+broken tool never stops the run.
+"""
+
+import os
+import subprocess
+import tempfile
+import time
+
+TAIL = 1500     # characters of a failed command's output worth keeping
+
+
+class Measurement:
+    """The cost of one step of one tool, or why it has none."""
+
+    def __init__(self, command, wall=None, cpu=None, rss_kib=None,
+                 repo_bytes=None, server_cpu=None, error=None, same_as=None):
+        self.command = command
+        self.wall = wall
+        self.cpu = cpu
+        self.rss_kib = rss_kib
+        self.repo_bytes = repo_bytes
+        self.server_cpu = server_cpu
+        self.error = error
+        self.same_as = same_as
+
+    @property
+    def ok(self):
+        return self.error is None and self.same_as is None
+
+    def as_dict(self):
+        return {key: value for key, value in vars(self).items()
+                if value is not None}
+
+
+class CommandFailed(Exception):
+    """A benchmarked or setup command exited non-zero or could not start."""
+
+
+def run_measured(argv, env=None, cwd=None):
+    """Run argv; (wall s, cpu s, peak RSS KiB) of its process tree.
+
+    Raises CommandFailed with the tail of its output if it fails."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.monotonic()
+        try:
+            child = subprocess.Popen(argv, env=env, cwd=cwd,
+                                     stdin=subprocess.DEVNULL, stdout=out,
+                                     stderr=err)
+        except OSError as e:
+            raise CommandFailed('cannot run %s: %s' % (argv[0], e))
+        # wait4: the child's usage plus that of the children it waited for.
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.monotonic() - started
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            raise CommandFailed('exit %d: %s\n%s' % (
+                code, ' '.join(argv), _tail(out, err)))
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+
+
+def run_quietly(argv, env=None, cwd=None):
+    """Run a setup command (not measured); CommandFailed if it fails."""
+    run_measured(argv, env=env, cwd=cwd)
+
+
+def _tail(*files):
+    text = ''
+    for f in files:
+        f.seek(0)
+        text += f.read().decode(errors='replace')
+    return text[-TAIL:].strip()
+
+
+def tree_bytes(path):
+    """Apparent size of every file below path (0 if it does not exist)."""
+    total = 0
+    for dirpath, _, names in os.walk(path):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+            except FileNotFoundError:
+                pass
+    return total

@@ -1,0 +1,187 @@
+"""Turning measurements into tables, ratios and a JSON document.
+
+`results` is {mode: {tool: {step: Measurement}}}.  Ratios are computed
+once here, printed as tables and written to JSON from the same numbers.
+"""
+
+import json
+
+from lib_steps import LABELS
+
+QUANTITIES = ('wall', 'cpu', 'rss_kib', 'repo_bytes')
+QUANTITY_HEADERS = ('wall', 'cpu', 'RSS', 'repo')
+
+
+def resolve(by_step, step):
+    """The usable Measurement for step (following "same as"), or None."""
+    m = by_step.get(step)
+    if m is not None and m.same_as:
+        m = by_step.get(m.same_as)
+    if m is None or m.error:
+        return None
+    return m
+
+
+def ratio(a, b):
+    if a is None or not b:
+        return None
+    return a / b
+
+
+def tool_ratios(results, steps):
+    """{mode: {'obnam/OTHER': {step: {quantity: ratio}}}}."""
+    found = {}
+    for mode, by_tool in results.items():
+        if 'obnam' not in by_tool:
+            continue
+        for other in by_tool:
+            if other == 'obnam':
+                continue
+            table = found.setdefault(mode, {})['obnam/%s' % other] = {}
+            for step in steps:
+                a = resolve(by_tool['obnam'], step)
+                b = resolve(by_tool[other], step)
+                if a and b:
+                    table[step] = {q: ratio(getattr(a, q), getattr(b, q))
+                                   for q in QUANTITIES}
+    return found
+
+
+def mode_costs(results, steps):
+    """{mode: {tool: {step: {'wall': r, 'cpu': r}}}}: each tool's time in
+    a mode against its own time in plain mode, same run."""
+    if 'plain' not in results:
+        return {}
+    found = {}
+    for mode, by_tool in results.items():
+        if mode == 'plain':
+            continue
+        for tool, by_step in by_tool.items():
+            plain_steps = results['plain'].get(tool)
+            if plain_steps is None:
+                continue
+            table = found.setdefault(mode, {})[tool] = {}
+            for step in steps:
+                a, b = resolve(by_step, step), resolve(plain_steps, step)
+                if a and b:
+                    table[step] = {'wall': ratio(a.wall, b.wall),
+                                   'cpu': ratio(a.cpu, b.cpu)}
+    return found
+
+
+def fmt(value, spec='%.2f'):
+    return '-' if value is None else spec % value
+
+
+def print_mode(mode, descriptions, by_tool, steps):
+    remote = mode == 'sftp'
+    print('== mode %s' % mode)
+    for line in descriptions:
+        print('   %s' % line)
+    print()
+    header = '%-20s %-7s %9s %9s %9s %10s' % (
+        'step', 'tool', 'wall s', 'cpu s', 'RSS MiB', 'repo MiB')
+    if remote:
+        header += ' %10s' % 'srv cpu s'
+    print(header)
+    for step in steps:
+        for tool, by_step in by_tool.items():
+            print(measurement_row(LABELS[step], tool, by_step[step], remote))
+    print()
+
+
+def measurement_row(label, tool, m, remote):
+    start = '%-20s %-7s' % (label, tool)
+    if m.same_as:
+        return '%s %9s' % (start, '= ' + LABELS[m.same_as])
+    if m.error:
+        word = 'skipped' if m.error.startswith('skipped') else 'FAILED'
+        return '%s %9s  %s' % (start, word, m.error.splitlines()[0][:80])
+    row = '%s %9.2f %9.2f %9.1f %10.1f' % (
+        start, m.wall, m.cpu, m.rss_kib / 1024, m.repo_bytes / 2 ** 20)
+    if remote:
+        row += ' %10s' % fmt(m.server_cpu)
+    return row
+
+
+def print_tool_ratios(mode, ratios, steps):
+    for pair, table in ratios.get(mode, {}).items():
+        print('%s %s ratios (<= 1.0: obnam as good or better)' % (mode, pair))
+        print('%-20s %9s %9s %9s %10s' % (('step',) + QUANTITY_HEADERS))
+        for step in steps:
+            row = table.get(step)
+            if row is None:
+                print('%-20s %9s' % (LABELS[step], '-'))
+                continue
+            print('%-20s %9s %9s %9s %10s' % (
+                (LABELS[step],) + tuple(fmt(row[q]) for q in QUANTITIES)))
+        print()
+
+
+def print_mode_costs(costs, steps):
+    for mode, by_tool in costs.items():
+        tools = list(by_tool)
+        print('%s/plain: each tool against its own plain run '
+              '(wall; cpu in brackets)' % mode)
+        print('%-20s' % 'step' + ''.join(' %15s' % t for t in tools))
+        for step in steps:
+            cells = []
+            for tool in tools:
+                row = by_tool[tool].get(step)
+                cells.append(' %15s' % (
+                    '-' if row is None else '%s (%s)' % (
+                        fmt(row['wall']), fmt(row['cpu']))))
+            print('%-20s' % LABELS[step] + ''.join(cells))
+        if mode == 'encrypted':
+            print_encryption_goal(by_tool, steps)
+        print()
+
+
+def print_encryption_goal(by_tool, steps):
+    """Issue 5: encryption may cost obnam no more than it costs borg."""
+    if 'obnam' not in by_tool or 'borg' not in by_tool:
+        return
+    print('goal: obnam encrypted/plain wall <= borg encrypted/plain wall')
+    for step in steps:
+        a = by_tool['obnam'].get(step)
+        b = by_tool['borg'].get(step)
+        if a is None or b is None:
+            continue
+        verdict = 'met' if a['wall'] <= b['wall'] else 'NOT met'
+        print('  %-20s obnam %s, borg %s: %s' % (
+            LABELS[step], fmt(a['wall']), fmt(b['wall']), verdict))
+
+
+def print_failures(results):
+    failures = [(mode, tool, step, m)
+                for mode, by_tool in results.items()
+                for tool, by_step in by_tool.items()
+                for step, m in by_step.items()
+                if m.error and not m.error.startswith('skipped')]
+    if not failures:
+        return
+    print('failures')
+    for mode, tool, step, m in failures:
+        print('-- %s %s %s' % (mode, tool, LABELS[step]))
+        for line in m.error.splitlines():
+            print('   %s' % line)
+    print()
+
+
+def json_document(meta, results, steps, ratios, costs):
+    return {
+        **meta,
+        'steps': {step: LABELS[step] for step in steps},
+        'results': {mode: {tool: {step: m.as_dict()
+                                  for step, m in by_step.items()}
+                           for tool, by_step in by_tool.items()}
+                    for mode, by_tool in results.items()},
+        'tool_ratios': ratios,
+        'mode_costs': costs,
+    }
+
+
+def write_json(path, document):
+    with open(path, 'w') as f:
+        json.dump(document, f, indent=1, sort_keys=True)
+        f.write('\n')

@@ -1,0 +1,121 @@
+"""The benchmark's steps, and running one step of one tool.
+
+A tool that is not installed, whose repository cannot be created, or whose
+first backup failed is marked broken: its later steps are recorded as
+skipped, with the reason, and every other tool carries on.
+"""
+
+import os
+import shutil
+import sys
+
+from lib_measure import (CommandFailed, Measurement, run_measured,
+                         run_quietly, tree_bytes)
+
+# (key for --steps, label in tables and JSON), in the order they run.
+STEPS = (
+    ('first', 'first backup'),
+    ('nochange', 'no-change backup'),
+    ('mutate', 'backup after mutate'),
+    ('restore', 'full restore'),
+    ('check', 'check'),
+    ('verify', 'check, verify data'),
+)
+STEP_KEYS = tuple(key for key, _ in STEPS)
+LABELS = dict(STEPS)
+
+
+class ToolRun:
+    """One tool in one mode through the steps."""
+
+    def __init__(self, tool, workdir, setup_error=None):
+        self.tool = tool
+        self.workdir = workdir
+        self.broken = setup_error
+        self.results = {}
+
+    @property
+    def sshd(self):
+        return self.tool.sshd
+
+    def prepare(self):
+        """Create the repository; mark the tool broken if that fails."""
+        if self.broken:
+            return
+        if shutil.which(self.tool.program) is None:
+            self.broken = '%s is not installed' % self.tool.program
+            return
+        argv = self.tool.init_command()
+        if argv is None:
+            return
+        try:
+            run_quietly(argv, env=self.tool.env)
+        except CommandFailed as e:
+            self.broken = 'creating the repository failed: %s' % e
+
+    def run(self, step, corpus):
+        """Run one step; record and return its Measurement."""
+        if self.broken:
+            result = Measurement(None, error='skipped: %s' % self.broken)
+        else:
+            result = self._attempt(step, corpus)
+            if step == 'first' and result.error:
+                self.broken = 'its first backup failed'
+        self.results[step] = result
+        return result
+
+    def _attempt(self, step, corpus):
+        argv = None
+        try:
+            if step in ('first', 'nochange', 'mutate'):
+                argv = self.tool.backup_command(corpus)
+                return self._measure(argv)
+            if step == 'restore':
+                return self._restore()
+            if step == 'check':
+                argv = self.tool.check_command()
+                return self._measure(argv)
+            if step == 'verify':
+                argv = self.tool.verify_command()
+                if argv is None:
+                    return Measurement(None, same_as='check')
+                return self._measure(argv)
+            raise ValueError('unknown step %r' % step)
+        except CommandFailed as e:
+            return Measurement(argv, error=str(e))
+        except Exception as e:     # a bug or a setup surprise: report it
+            return Measurement(argv, error='%s: %s' % (type(e).__name__, e))
+
+    def _restore(self):
+        target = os.path.join(self.workdir, self.tool.mode,
+                              self.tool.name + '-restore')
+        os.makedirs(target)
+        try:
+            argv, cwd = self.tool.restore_command(target)
+            try:
+                return self._measure(argv, cwd)
+            except CommandFailed as e:
+                return Measurement(argv, error=str(e))
+        finally:
+            shutil.rmtree(target, ignore_errors=True)
+
+    def _measure(self, argv, cwd=None):
+        before = self.sshd.server_cpu_seconds() if self.sshd else None
+        wall, cpu, rss = run_measured(argv, env=self.tool.env, cwd=cwd)
+        server = None
+        if self.sshd:
+            server = self.sshd.server_cpu_seconds() - before
+        return Measurement(argv, wall, cpu, rss, tree_bytes(
+            self.tool.repo_path), server)
+
+
+def progress(mode, tool, step, result):
+    """One line on stderr as each step finishes: the run takes a while."""
+    if result.error:
+        what = result.error.splitlines()[0]
+    elif result.same_as:
+        what = '(same as %s)' % result.same_as
+    else:
+        what = '%.2f s' % result.wall
+    sys.stderr.write('[%s] %s %s: %s\n' % (mode, tool, LABELS[step], what))
+    sys.stderr.flush()

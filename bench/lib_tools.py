@@ -1,0 +1,192 @@
+"""How each backup tool is driven in each mode: the command lines only.
+
+One object per (tool, mode).  Modes:
+
+  plain      repository on the local disk; obnam unencrypted, borg
+             --encryption=none, restic (always encrypted)
+  encrypted  repository on the local disk; obnam --encrypt-with a
+             throwaway gpg key, borg --encryption=repokey, restic as in plain
+  sftp       repository behind the local sshd: obnam to sftp://, borg to
+             ssh:// (borg serve on the same machine), restic's sftp backend;
+             unencrypted as in plain
+
+Each tool keeps its home, caches and security data in the work directory,
+so every run starts cold for all of them.
+"""
+
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OBNAM = os.path.join(os.path.dirname(HERE), 'bin', 'obnam')
+
+MODES = ('plain', 'encrypted', 'sftp')
+PASSWORD = 'bench-password'
+
+
+class Tool:
+    """Command lines for one tool in one mode; no running, no timing."""
+
+    name = None
+    program = None
+
+    def __init__(self, workdir, mode, gpg=None, sshd=None):
+        self.mode = mode
+        self.gpg = gpg
+        self.sshd = sshd
+        base = os.path.join(workdir, mode)
+        self.repo_path = os.path.join(base, self.name + '-repo')
+        self.home = os.path.join(base, self.name + '-home')
+        os.makedirs(self.home)
+        self.env = dict(os.environ, HOME=self.home, LC_ALL='C.UTF-8')
+        self.env.pop('SSH_AUTH_SOCK', None)     # only the bench's own key
+        self.generation = 0
+
+    def init_command(self):
+        """The command that creates the repository, or None."""
+        return None
+
+    def backup_command(self, corpus):
+        raise NotImplementedError
+
+    def restore_command(self, target):
+        """(argv, cwd) restoring the newest backup into target."""
+        raise NotImplementedError
+
+    def check_command(self):
+        raise NotImplementedError
+
+    def verify_command(self):
+        """A check that also verifies every chunk's content, or None when
+        check_command already does."""
+        return None
+
+
+class Obnam(Tool):
+    name = 'obnam'
+    program = OBNAM
+    extra_options = []
+
+    def describe(self):
+        return {'plain': 'obnam: local disk, unencrypted',
+                'encrypted': 'obnam: local disk, --encrypt-with (gpg key)',
+                'sftp': 'obnam: sftp:// to the local sshd, unencrypted',
+                }[self.mode]
+
+    def base(self):
+        argv = [OBNAM, '--no-default-configs', '--quiet', '--log=none',
+                '--client-name=bench', '--repository', self.repository()]
+        if self.mode == 'encrypted':
+            argv += ['--encrypt-with=%s' % self.gpg.fingerprint,
+                     '--gnupghome=%s' % self.gpg.path]
+        if self.mode == 'sftp':
+            argv += ['--ssh-key=%s' % self.sshd.client_key,
+                     '--ssh-known-hosts=%s' % self.sshd.known_hosts]
+        return argv + self.extra_options
+
+    def repository(self):
+        if self.mode == 'sftp':
+            return self.sshd.url(self.repo_path)
+        return self.repo_path
+
+    def backup_command(self, corpus):
+        self.generation += 1
+        return self.base() + ['backup', corpus]
+
+    def restore_command(self, target):
+        return self.base() + ['restore', '--to', target], None
+
+    def check_command(self):
+        return self.base() + ['fsck']
+
+
+class Borg(Tool):
+    name = 'borg'
+    program = 'borg'
+
+    def __init__(self, workdir, mode, gpg=None, sshd=None):
+        super().__init__(workdir, mode, gpg, sshd)
+        self.env.update(BORG_BASE_DIR=self.home,
+                        BORG_UNKNOWN_UNENCRYPTED_REPO_ACCESS_IS_OK='yes',
+                        BORG_RELOCATED_REPO_ACCESS_IS_OK='yes',
+                        BORG_PASSPHRASE=PASSWORD)
+        if mode == 'sftp':
+            self.env['BORG_RSH'] = sshd.ssh_command()
+            # borg serve's own state stays in the work directory too.
+            self.env['BORG_REMOTE_PATH'] = 'env BORG_BASE_DIR=%s borg' % (
+                os.path.join(self.home, 'server'))
+
+    def describe(self):
+        return {'plain': 'borg: local disk, --encryption=none',
+                'encrypted': 'borg: local disk, --encryption=repokey',
+                'sftp': 'borg: ssh:// to borg serve via the local sshd, '
+                        '--encryption=none',
+                }[self.mode]
+
+    def repository(self):
+        if self.mode == 'sftp':
+            return 'ssh://%s@%s:%d%s' % (self.sshd.user, self.sshd.host,
+                                         self.sshd.port, self.repo_path)
+        return self.repo_path
+
+    def init_command(self):
+        encryption = 'repokey' if self.mode == 'encrypted' else 'none'
+        return ['borg', 'init', '--encryption=%s' % encryption,
+                self.repository()]
+
+    def backup_command(self, corpus):
+        self.generation += 1
+        return ['borg', 'create', self.archive(), corpus]
+
+    def archive(self):
+        return '%s::gen%d' % (self.repository(), self.generation)
+
+    def restore_command(self, target):
+        return ['borg', 'extract', self.archive()], target
+
+    def check_command(self):
+        return ['borg', 'check', self.repository()]
+
+    def verify_command(self):
+        return ['borg', 'check', '--verify-data', self.repository()]
+
+
+class Restic(Tool):
+    name = 'restic'
+    program = 'restic'
+
+    def __init__(self, workdir, mode, gpg=None, sshd=None):
+        super().__init__(workdir, mode, gpg, sshd)
+        self.env.update(RESTIC_PASSWORD=PASSWORD,
+                        RESTIC_CACHE_DIR=os.path.join(self.home, 'cache'))
+
+    def describe(self):
+        return {'plain': 'restic: local disk (always encrypted)',
+                'encrypted': 'restic: local disk (always encrypted; same '
+                             'commands as plain)',
+                'sftp': 'restic: sftp backend via the local sshd',
+                }[self.mode]
+
+    def base(self):
+        if self.mode != 'sftp':
+            return ['restic', '--repo', self.repo_path]
+        sftp = '%s %s@%s -s sftp' % (self.sshd.ssh_command(), self.sshd.user,
+                                     self.sshd.host)
+        return ['restic', '-o', 'sftp.command=%s' % sftp, '--repo',
+                'sftp:%s@%s:%s' % (self.sshd.user, self.sshd.host,
+                                   self.repo_path)]
+
+    def init_command(self):
+        return self.base() + ['init']
+
+    def backup_command(self, corpus):
+        self.generation += 1
+        return self.base() + ['backup', '--quiet', corpus]
+
+    def restore_command(self, target):
+        return self.base() + ['restore', 'latest', '--target', target], None
+
+    def check_command(self):
+        return self.base() + ['check', '--read-data']
+
+
+TOOLS = {tool.name: tool for tool in (Obnam, Borg, Restic)}
