@@ -230,7 +230,8 @@ class BackupEngine:
         for root in roots:
             try:
                 st = self.fs.lstat(root)
-            except (OSError, obnamlib.errors.ObnamError):
+            except (OSError, obnamlib.errors.ObnamError) as e:
+                walker.reraise_fatal(e)
                 raise BackupRootDoesNotExist(root=root)
             if stat_module.S_ISLNK(st.st_mode) and self._lists(root):
                 raise BackupRootDoesNotExist(root=root)
@@ -240,7 +241,8 @@ class BackupEngine:
     def _lists(self, path):
         try:
             self.fs.scandir(path)
-        except (OSError, obnamlib.errors.ObnamError):
+        except (OSError, obnamlib.errors.ObnamError) as e:
+            walker.reraise_fatal(e)
             return False
         return True
 
@@ -356,8 +358,8 @@ class BackupEngine:
             st = self.fs.lstat(path)
             if _S_ISDIR(st.st_mode):
                 return self._live_metadata(path, st)
-        except (OSError, obnamlib.errors.ObnamError):
-            pass
+        except (OSError, obnamlib.errors.ObnamError) as e:
+            walker.reraise_fatal(e)
         return _PLACEHOLDER_DIR.copy()
 
     # --- directories -------------------------------------------------------
@@ -673,7 +675,11 @@ class BackupEngine:
 
 
 def _as_obnam_error(error, path, io=False):
-    """An OSError from the live file system as RCE08AX/RD5FA4X."""
+    """An OSError from the live file system as RCE08AX/RD5FA4X.
+
+    Every per-file handler goes through here, so an error that ends the
+    run (walker.reraise_fatal) is raised again instead of counted."""
+    walker.reraise_fatal(error)
     if isinstance(error, obnamlib.errors.ObnamError):
         return error
     cls = obnamlib.errors.ObnamIOError if io else \

@@ -35,9 +35,10 @@ class Counting:
 
 
 def backup(repo_dir, roots, fs=None, client='host', repo_settings=None,
-           **options):
+           error_lines=None, **options):
+    """Run the engine; `error_lines` (a list) sees errors even if it raises."""
     repo, storage = open_repository(str(repo_dir), **(repo_settings or {}))
-    errors = []
+    errors = [] if error_lines is None else error_lines
     progress = backup_progress.BackupProgress(on_error=errors.append)
     engine = backup_engine.BackupEngine(
         repo, fs or live_fs(),
@@ -833,3 +834,85 @@ def test_independent_spec_reader_finds_what_backup_wrote(tmp_path):
                 assert md['target'] == data
         # the ancestors of the root are there, up to /
         assert os.fsencode(tmp_path) in found and b'/' in found
+
+
+class ConnectionDropping:
+    """The real live file system, but the connection to it (as in a pull
+    backup over SFTP) is lost at the `opens`-th content open or at the
+    `listings`-th directory listing."""
+
+    def __init__(self, fs, opens=None, listings=None):
+        self.fs = fs
+        self.limits = {'open_read': opens, 'scandir': listings}
+        self.calls = {'open_read': 0, 'scandir': 0}
+
+    def __getattr__(self, name):
+        return getattr(self.fs, name)
+
+    def _lost(self):
+        from obnamlib.vfs_sftp import SftpConnectionLost
+        return SftpConnectionLost(hostname='client', reason='EOF')
+
+    def _count(self, name):
+        self.calls[name] += 1
+        limit = self.limits[name]
+        if limit is not None and self.calls[name] >= limit:
+            raise self._lost()
+
+    def open_read(self, path):
+        self._count('open_read')
+        return self.fs.open_read(path)
+
+    def scandir(self, path):
+        self._count('scandir')
+        return self.fs.scandir(path)
+
+
+@pytest.mark.parametrize('where', ['opens', 'listings'])
+def test_lost_connection_ends_the_run_at_once_keeping_checkpoints(
+        tmp_path, where):
+    """A fatal error is not a per-file error: the run stops with it alone,
+    unlocked, its checkpoints kept, and the next run completes."""
+    from obnamlib.vfs_sftp import SftpConnectionLost
+    live = tmp_path / 'live'
+    for d in range(10):
+        (live / ('d%d' % d)).mkdir(parents=True)
+        for i in range(4):
+            (live / ('d%d' % d) / str(i)).write_bytes(os.urandom(4096))
+    # The root and nine directories listed, 36 files read: then it dies.
+    fs = ConnectionDropping(live_fs(), **{where: {'opens': 37,
+                                                  'listings': 11}[where]})
+    errors = []
+    with pytest.raises(SftpConnectionLost):
+        backup(tmp_path / 'repo', [live], fs=fs, chunk_size=4096,
+               checkpoint=10 * 4096, error_lines=errors)
+    assert errors == []
+    assert fs.calls == {'opens': {'open_read': 37, 'scandir': 11},
+                        'listings': {'open_read': 36, 'scandir': 11}}[where]
+    leftover = [n for _, _, ns in os.walk(tmp_path / 'repo')
+                for n in ns if n == 'lock']
+    assert leftover == []
+    repo, checkpoints = generations(tmp_path / 'repo')
+    assert len(checkpoints) >= 2
+    assert {repo.get_generation_key(g, ri.GEN_IS_CHECKPOINT)
+            for g in checkpoints} == {1}
+    # Chunks written after the last checkpoint were removed again.
+    chunklist, _ = repo.get_chunk_index_entries()
+    assert set(repo.get_chunk_ids()) == {chunk_id for chunk_id, _ in chunklist}
+    progress = backup(tmp_path / 'repo', [live], chunk_size=4096,
+                      checkpoint=10 * 4096)
+    assert progress.error_lines == []
+    repo, gens = generations(tmp_path / 'repo')
+    assert gens[:len(checkpoints)] == checkpoints
+    assert_generation_is(repo, gens[-1], live, live_manifest(live))
+
+
+def test_lost_connection_at_a_root_is_not_a_missing_root(tmp_path):
+    from obnamlib.vfs_sftp import SftpConnectionLost
+
+    class DeadAtOnce(ConnectionDropping):
+        def lstat(self, path):
+            raise self._lost()
+
+    with pytest.raises(SftpConnectionLost):
+        backup(tmp_path / 'repo', [tmp_path], fs=DeadAtOnce(live_fs()))

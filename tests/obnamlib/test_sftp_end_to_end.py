@@ -305,13 +305,68 @@ def test_two_clients_back_up_at_once(work):
     assert manifest(str(work / 'rb') + tree) == manifest(tree)
 
 
-def _wait_for_chunk_files(repo_dir, process):
-    """Block until the backup has stored some file data (or has ended)."""
+def _wait_for_chunk_files(repo_dir, process, count=1):
+    """Block until the backup has stored `count` chunk files (or ended)."""
     chunks = repo_dir / 'chunks'
     while process.poll() is None:
-        for _, _, files in os.walk(chunks):
-            if any(n != 'lock' and not n.startswith('tmp') for n in files):
-                return
+        if _chunk_file_count(chunks) >= count:
+            return
         time.sleep(0.01)
     raise AssertionError('backup ended before the connection was cut: %r'
                          % (process.communicate(),))
+
+
+def _chunk_file_count(chunks):
+    return sum(1 for _, _, files in os.walk(chunks) for n in files
+               if n != 'lock' and not n.startswith('tmp'))
+
+
+@pytest.mark.slow
+def test_pull_backup_ends_at_a_dropped_connection_then_resumes(work):
+    """Kill the client's sshd session while a pull backup into a local
+    repository runs: one error line, no locks left, the checkpoints kept;
+    the next run completes and restores exactly."""
+    sshd = shared_sshd()
+    live = work / 'live'
+    for i in range(200):
+        (live / ('f%03d' % i)).write_bytes(os.urandom(4096))
+    repo_dir = work / 'repo'
+    argv = ['/usr/bin/python3', OBNAM, '--no-default-configs', '--quiet',
+            '--ssh-key', sshd.client_key, '--ssh-known-hosts',
+            sshd.known_hosts, '--lock-timeout', '0', '--sftp-delay', '20',
+            '--checkpoint', '64k', 'backup', '-r', str(repo_dir),
+            '--client-name', 'client', sshd.url(str(live))]
+    env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'),
+           'HOME': str(work / 'home'), 'LC_ALL': 'C.UTF-8'}
+    p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        # 30 chunks of 4 KiB: past the first checkpoint's commit.
+        _wait_for_chunk_files(repo_dir, p, count=30)
+        assert kill_sessions(sshd) > 0
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 1
+    lines = err.decode().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(
+        'ERROR: R305A1X: Lost the SSH connection to 127.0.0.1: ')
+    assert not [n for _, _, ns in os.walk(repo_dir) for n in ns
+                if n == 'lock']
+    checkpoints = ok(obnam(sshd, work / 'home', 'genids', '-r',
+                           str(repo_dir), '--client-name', 'client')).split()
+    assert checkpoints
+    ok(obnam(sshd, work / 'home', 'backup', '-r', str(repo_dir),
+             '--client-name', 'client', sshd.url(str(live))))
+    gens = ok(obnam(sshd, work / 'home', 'genids', '-r', str(repo_dir),
+                    '--client-name', 'client')).split()
+    assert gens[:-1] == checkpoints
+    ok(obnam(sshd, work / 'home', 'restore', '-r', str(repo_dir),
+             '--client-name', 'client', '--to', str(work / 'restored')))
+    assert manifest(str(work / 'restored') + str(live), whole_seconds=True) \
+        == manifest(str(live), whole_seconds=True)
+    out = ok(obnam(sshd, work / 'home', 'fsck', '-r', str(repo_dir)))
+    assert out.endswith(b': no problems\n')
