@@ -1,24 +1,11 @@
 """--pretend-time as "now"."""
 
-import os
 import time
 
 import pytest
 
 from obnamlib import clock
-
-
-@pytest.fixture
-def helsinki():
-    old = os.environ.get('TZ')
-    os.environ['TZ'] = 'Europe/Helsinki'
-    time.tzset()
-    yield
-    if old is None:
-        os.environ.pop('TZ', None)
-    else:
-        os.environ['TZ'] = old
-    time.tzset()
+from tests.local_time import helsinki  # noqa: F401
 
 
 def test_pretend_time_is_local_time(helsinki):

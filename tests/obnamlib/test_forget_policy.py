@@ -2,29 +2,18 @@
 bucket algorithm of cli.md §11, in local time."""
 
 import calendar
-import os
 import time
 
 import pytest
 
 from obnamlib import forget_policy as fp
+from tests.local_time import time_zone  # noqa: F401
 
 
 @pytest.fixture
-def tz():
-    """Set the local time zone for one test; restore it afterwards."""
-    old = os.environ.get('TZ')
-
-    def set_tz(name):
-        os.environ['TZ'] = name
-        time.tzset()
-    set_tz('UTC')
-    yield set_tz
-    if old is None:
-        os.environ.pop('TZ', None)
-    else:
-        os.environ['TZ'] = old
-    time.tzset()
+def tz(time_zone):
+    """Set the local time zone for one test; UTC unless a test says."""
+    return time_zone
 
 
 def local(text):

@@ -1,27 +1,15 @@
 """The forget engine against real format-6 repositories."""
 
 import os
-import time
 
 import pytest
 
 from obnamlib import errors, forget_policy, forgetter
 from obnamlib import repo_interface as ri
 
+from tests.file_tree import disk_usage, snapshot
+from tests.local_time import utc  # noqa: F401
 from tests.obnamlib import show_helpers as h
-
-
-@pytest.fixture
-def utc_tz():
-    old = os.environ.get('TZ')
-    os.environ['TZ'] = 'UTC'
-    time.tzset()
-    yield
-    if old is None:
-        os.environ.pop('TZ', None)
-    else:
-        os.environ['TZ'] = old
-    time.tzset()
 
 
 @pytest.fixture
@@ -34,24 +22,6 @@ def repo(path):
     r = h.open_repo(path, create=True)
     yield r
     r.close()
-
-
-def disk_usage(path):
-    total = 0
-    for dirpath, _, files in os.walk(path):
-        for name in files:
-            total += os.path.getsize(os.path.join(dirpath, name))
-    return total
-
-
-def snapshot(path):
-    result = {}
-    for dirpath, _, files in os.walk(path):
-        for name in files:
-            full = os.path.join(dirpath, name)
-            with open(full, 'rb') as f:
-                result[os.path.relpath(full, path)] = f.read()
-    return result
 
 
 def hourly(repo, count, start=1433116800, client=h.CLIENT):
@@ -75,7 +45,7 @@ def remove(repo, *args, **kwargs):
         raise
 
 
-def test_policy_decisions_and_table(repo, utc_tz):
+def test_policy_decisions_and_table(repo, utc):
     gens = hourly(repo, 5)
     decisions = forgetter.decide_by_policy(
         repo, h.CLIENT, forget_policy.parse('2h,1d'))
@@ -180,7 +150,7 @@ def test_end_time_falls_back_to_start(repo):
         gen, ri.GEN_ENDED)
 
 
-def test_as_of_ignores_later_generations(repo, utc_tz):
+def test_as_of_ignores_later_generations(repo, utc):
     gens = hourly(repo, 5)
     decisions = forgetter.decide_by_policy(
         repo, h.CLIENT, forget_policy.parse('1h'),
@@ -190,19 +160,26 @@ def test_as_of_ignores_later_generations(repo, utc_tz):
         ['after --pretend-time']]
 
 
+def unindexed_user(repo, chunk_id, metadata):
+    """A generation of client 'other' whose file /f uses chunk_id, written
+    the way some writers did: without an index entry for 'other'."""
+    repo.lock_client_list()
+    repo.add_client('other')
+    repo.commit_client_list()
+    repo.lock_client('other')
+    gen = repo.create_generation('other', now=5000)
+    repo.set_metadata(gen, b'/f', metadata)
+    repo.set_file_chunk_ids(gen, b'/f', [chunk_id])
+    repo.commit_client('other', now=5001)
+    return gen
+
+
 def test_chunk_another_client_uses_without_index_entry_survives(repo):
     """Writers that did not index re-used chunks for their client leave
     only the first user's index entry; forget must still not delete it."""
     [mine] = hourly(repo, 1)
     shared = repo.get_file_chunk_ids(mine, b'/home/liw/shared')[0]
-    repo.lock_client_list()
-    repo.add_client('other')
-    repo.commit_client_list()
-    repo.lock_client('other')
-    theirs = repo.create_generation('other', now=5000)
-    repo.set_metadata(theirs, b'/f', h.reg(b'shared')[0])
-    repo.set_file_chunk_ids(theirs, b'/f', [shared])     # no index entry
-    repo.commit_client('other', now=5001)
+    unindexed_user(repo, shared, h.reg(b'shared')[0])
     remove(repo, h.CLIENT, [mine])
     assert repo.get_chunk_content(shared) == b'shared'
     assert shared in repo.get_chunk_ids()
@@ -231,14 +208,7 @@ def test_shared_chunk_goes_when_its_last_user_forgets_it(repo):
 def test_missing_index_entry_of_another_user_is_recorded(repo):
     [mine] = hourly(repo, 1)
     shared = repo.get_file_chunk_ids(mine, b'/home/liw/shared')[0]
-    repo.lock_client_list()
-    repo.add_client('other')
-    repo.commit_client_list()
-    repo.lock_client('other')
-    theirs = repo.create_generation('other', now=5000)
-    repo.set_metadata(theirs, b'/f', h.reg(b'shared' * 50)[0])
-    repo.set_file_chunk_ids(theirs, b'/f', [shared])     # no index entry
-    repo.commit_client('other', now=5001)
+    theirs = unindexed_user(repo, shared, h.reg(b'shared' * 50)[0])
     remove(repo, h.CLIENT, [mine])
     assert index_users(repo, shared) == [repo.get_client_id('other')]
     remove(repo, 'other', [theirs])

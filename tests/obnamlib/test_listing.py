@@ -2,28 +2,14 @@
 
 import os
 import stat
-import time
 
 import pytest
 
 from obnamlib import listing
-from obnamlib import repo_interface as ri
 from obnamlib.metadata import Metadata
 
+from tests.local_time import helsinki  # noqa: F401
 from tests.obnamlib import show_helpers as h
-
-
-@pytest.fixture
-def helsinki():
-    old = os.environ.get('TZ')
-    os.environ['TZ'] = 'Europe/Helsinki'
-    time.tzset()
-    yield
-    if old is None:
-        os.environ.pop('TZ', None)
-    else:
-        os.environ['TZ'] = old
-    time.tzset()
 
 
 S = stat

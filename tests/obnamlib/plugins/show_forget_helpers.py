@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+from tests.file_tree import disk_usage, snapshot  # noqa: F401 (re-export)
+
 OBNAM = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__))))), 'bin', 'obnam')
 
@@ -21,22 +23,3 @@ def run(repo, *args, client='havelock', tz='Europe/Helsinki', config=None,
     argv += [str(a) for a in args]
     return subprocess.run(argv, capture_output=True,
                           env=dict(os.environ, LC_ALL='C.UTF-8', TZ=tz))
-
-
-def snapshot(path):
-    """Every file's bytes, by relative path."""
-    result = {}
-    for dirpath, _, files in os.walk(path):
-        for name in files:
-            full = os.path.join(dirpath, name)
-            with open(full, 'rb') as f:
-                result[os.path.relpath(full, path)] = f.read()
-    return result
-
-
-def disk_usage(path):
-    total = 0
-    for dirpath, _, files in os.walk(path):
-        for name in files:
-            total += os.path.getsize(os.path.join(dirpath, name))
-    return total
