@@ -113,18 +113,17 @@ def parse(text):
 
 
 def _parse_rule(text, pos, first):
+    """(letter, count, end) of the rule at pos.  A bad first rule gets
+    1.x's R9808DX; later ones say where they went wrong."""
     match = _RULE.match(text, pos)
+    if match is not None and match.group(2) in PERIOD_NAMES:
+        return match.group(2), int(match.group(1)), match.end()
+    if first:
+        raise ForgetPolicySyntaxError(policy=text)
     if match is None:
-        if first:
-            raise ForgetPolicySyntaxError(policy=text)
         raise ForgetPolicyNotARuleError(position=pos + 1, policy=text)
-    unit = match.group(2)
-    if unit not in PERIOD_NAMES:
-        if first:
-            raise ForgetPolicySyntaxError(policy=text)
-        raise ForgetPolicyUnknownPeriodError(
-            unit=unit or '', position=match.start(2) + 1, policy=text)
-    return unit, int(match.group(1)), match.end()
+    raise ForgetPolicyUnknownPeriodError(
+        unit=match.group(2), position=match.start(2) + 1, policy=text)
 
 
 def bucket_key(letter, timestamp):
