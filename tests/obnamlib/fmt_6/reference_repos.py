@@ -1,85 +1,30 @@
 """The format-6 repositories written by real Obnam 1.x, made readable for
 tests that do not exercise encryption: a copy with every filtered file
 decrypted (real gpg, the reference keyring) and inflated, stored with the
-plain tag chain (one NUL), and without key/userkeys files."""
+plain tag chain (one NUL), and without key/userkeys files.
+
+`plain_copies` (session fixture: {name: directory holding repo/ and the
+manifests}) and `reference` (each of them in turn) are pytest fixtures;
+import them into a test module to use them."""
 
 import os
-import shutil
-import subprocess
-import tarfile
-import tempfile
-import zlib
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REFERENCE = os.path.normpath(os.path.join(
-    HERE, '..', '..', '..', '..', 'shared', 'reference', 'obnam-1.x'))
-if not os.path.isdir(REFERENCE):
-    REFERENCE = '/work/shared/reference/obnam-1.x'
+import pytest
 
+from tests.reference_data import (Gpg, OBNAM_1X, UNFILTERED_NAMES,
+                                  filtered_files)
+from tests.reference_data import unpack as unpack_tarball
+
+REFERENCE = OBNAM_1X
 ENCRYPTED = 'repo-format-6-encrypted-deflated'
 IN_TREE = 'repo-format-6-in-tree-data'
-UNFILTERED_NAMES = ('key', 'userkeys', 'lock')
+__all__ = ['Gpg', 'REFERENCE', 'ENCRYPTED', 'IN_TREE', 'unpack',
+           'make_plain_copy', 'parse_manifest', 'plain_copies', 'reference']
 
 
 def unpack(name, dest):
-    """Unpack a reference tarball into dest; returns dest."""
-    with tarfile.open(os.path.join(REFERENCE, name + '.tar.xz')) as tar:
-        tar.extractall(dest)
-    return dest
-
-
-class Gpg:
-    """A throwaway GNUPGHOME (short /tmp path) with the test keyring."""
-
-    def __init__(self):
-        self.home = tempfile.mkdtemp(prefix='g', dir='/tmp')
-        os.chmod(self.home, 0o700)
-        src = os.path.join(REFERENCE, 'test-gpghome')
-        self.run(['--import', os.path.join(src, 'pubring.gpg'),
-                  os.path.join(src, 'secring.gpg')])
-
-    def run(self, args, data=b'', pass_fds=()):
-        result = subprocess.run(
-            ['gpg', '--homedir', self.home, '-q', '--batch', '--no-textmode']
-            + args, input=data, capture_output=True, pass_fds=pass_fds)
-        return result
-
-    def decrypt_key(self, data):
-        result = self.run(['-d'], data)
-        assert result.returncode == 0, result.stderr
-        return result.stdout
-
-    def decrypt_symmetric(self, data, passphrase):
-        r, w = os.pipe()
-        os.write(w, passphrase + b'\n')
-        os.close(w)
-        try:
-            result = self.run(['--ignore-mdc-error', '--passphrase-fd',
-                               str(r), '-d'], data, pass_fds=(r,))
-        finally:
-            os.close(r)
-        assert result.stdout, result.stderr
-        return result.stdout
-
-    def close(self):
-        subprocess.run(['gpgconf', '--homedir', self.home, '--kill',
-                        'gpg-agent'], capture_output=True)
-        shutil.rmtree(self.home, ignore_errors=True)
-
-
-def unwrap(data, passphrase, gpg):
-    """Undo the tag chain of format-6.md §3.3."""
-    while True:
-        tag, sep, rest = data.partition(b'\0')
-        assert sep, 'no filter tag'
-        if tag == b'':
-            return rest
-        if tag == b'deflate':
-            data = zlib.decompress(rest)
-        elif tag == b'encrypt1':
-            data = gpg.decrypt_symmetric(rest, passphrase)
-        else:
-            raise AssertionError('unknown tag %r' % tag)
+    """Unpack a reference tarball by name into dest; returns dest."""
+    return unpack_tarball(os.path.join(REFERENCE, name + '.tar.xz'), dest)
 
 
 def make_plain_copy(repo_dir, gpg):
@@ -88,21 +33,35 @@ def make_plain_copy(repo_dir, gpg):
         top = os.path.join(repo_dir, toplevel)
         if toplevel == 'metadata' or not os.path.isdir(top):
             continue
-        key_file = os.path.join(top, 'key')
-        passphrase = None
-        if os.path.exists(key_file):
-            with open(key_file, 'rb') as f:
-                passphrase = gpg.decrypt_key(f.read())
-        for dirpath, _, filenames in os.walk(top):
-            for name in filenames:
-                path = os.path.join(dirpath, name)
-                if name in UNFILTERED_NAMES:
-                    os.remove(path)
-                    continue
-                with open(path, 'rb') as f:
-                    payload = unwrap(f.read(), passphrase, gpg)
-                with open(path, 'wb') as f:
-                    f.write(b'\0' + payload)
+        plain = list(filtered_files(top, gpg))
+        for path, payload in plain:
+            with open(path, 'wb') as f:
+                f.write(b'\0' + payload)
+        for dirpath, _, names in os.walk(top):
+            for name in set(names) & set(UNFILTERED_NAMES):
+                os.remove(os.path.join(dirpath, name))
+
+
+@pytest.fixture(scope='session')
+def plain_copies(tmp_path_factory):
+    """Both reference repositories, decrypted once per test run.  Tests
+    must not change them (copy one first)."""
+    gpg = Gpg()
+    try:
+        copies = {}
+        for name in (IN_TREE, ENCRYPTED):
+            dest = str(tmp_path_factory.mktemp(name))
+            unpack(name, dest)
+            make_plain_copy(os.path.join(dest, 'repo'), gpg)
+            copies[name] = dest
+        return copies
+    finally:
+        gpg.close()
+
+
+@pytest.fixture(params=[IN_TREE, ENCRYPTED])
+def reference(request, plain_copies):
+    return plain_copies[request.param]
 
 
 def parse_manifest(path):

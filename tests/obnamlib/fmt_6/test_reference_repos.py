@@ -19,28 +19,10 @@ from obnamlib import repo_factory, repo_interface as ri
 from obnamlib.fmt_6.metadata_codec import decode_xattrs
 from tests.gpg_fixture import reference_gpg_home  # noqa: F401
 from tests.obnamlib.fmt_6 import reference_repos as rr
+from tests.obnamlib.fmt_6.reference_repos import (  # noqa: F401
+    plain_copies, reference)
 
 DIR_SYMLINKS = {'symlink-remote-exists', 'symlink-to-dot', 'symlink-to-subdir'}
-
-
-@pytest.fixture(scope='module')
-def plain_copies(tmp_path_factory):
-    gpg = rr.Gpg()
-    try:
-        copies = {}
-        for name in (rr.IN_TREE, rr.ENCRYPTED):
-            dest = str(tmp_path_factory.mktemp(name))
-            rr.unpack(name, dest)
-            rr.make_plain_copy(os.path.join(dest, 'repo'), gpg)
-            copies[name] = dest
-        return copies
-    finally:
-        gpg.close()
-
-
-@pytest.fixture(params=[rr.IN_TREE, rr.ENCRYPTED])
-def reference(request, plain_copies):
-    return plain_copies[request.param]
 
 
 def open_ref(reference):

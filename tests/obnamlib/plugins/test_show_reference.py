@@ -12,6 +12,8 @@ import pytest
 
 from obnamlib import listing
 from tests.obnamlib.fmt_6 import reference_repos as rr
+from tests.obnamlib.fmt_6.reference_repos import (  # noqa: F401
+    plain_copies, reference)
 from tests.obnamlib.plugins.show_forget_helpers import run
 
 LS_LINE = re.compile(
@@ -20,26 +22,6 @@ LS_LINE = re.compile(
 GENERATION = re.compile(
     r'^(2|5)\t(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+0000) \.\. '
     r'(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+0000) \(\d+ files, \d+ bytes\) $')
-
-
-@pytest.fixture(scope='module')
-def plain_copies(tmp_path_factory):
-    gpg = rr.Gpg()
-    try:
-        copies = {}
-        for name in (rr.IN_TREE, rr.ENCRYPTED):
-            dest = str(tmp_path_factory.mktemp(name))
-            rr.unpack(name, dest)
-            rr.make_plain_copy(os.path.join(dest, 'repo'), gpg)
-            copies[name] = dest
-        return copies
-    finally:
-        gpg.close()
-
-
-@pytest.fixture(params=[rr.IN_TREE, rr.ENCRYPTED])
-def reference(request, plain_copies):
-    return plain_copies[request.param]
 
 
 def obnam(reference, *args):
