@@ -6,6 +6,12 @@ are written chunk by chunk with all-zero chunks left as holes and their MD5
 checked; hard links are re-linked by recorded (st_dev, st_ino).  A failure
 of one object is reported and the restore goes on; the run fails at the end.
 
+On a damaged repository every object that can be read is restored.  A
+regular file whose content cannot be fetched (missing or undecodable chunk,
+unreadable chunk list) or does not match its recorded checksum is removed
+again: whatever a restore leaves under a real name is exactly what was
+backed up, and each file it could not restore is named in an error line.
+
 The walk holds one directory listing per level of the current path, so a
 restore of a million files streams.  Output goes through a reporter object.
 """
@@ -17,6 +23,7 @@ import time
 
 import obnamlib.errors
 import obnamlib.live_metadata
+import obnamlib.metadata
 
 
 class RestoreTargetNotEmpty(obnamlib.errors.ObnamError):
@@ -28,6 +35,14 @@ class RestoreErrors(obnamlib.errors.ObnamError):
     code = 'RD6259X'
     msg = ('There were errors when restoring\n\n'
            'See previous error messages for details.')
+
+
+class RestoredDataDamaged(obnamlib.errors.ObnamError):
+    """The fetched content of a file is not what was backed up."""
+    code = obnamlib.errors.legacy_code('RestoredDataDamaged',
+                                       'obnamlib.restorer')
+    msg = ('Backed-up data does not match its checksum ({actual} vs '
+           '{recorded}); the file was not restored')
 
 
 class RestoreReporter:
@@ -170,11 +185,22 @@ class Restorer:
             return iter(())
 
     def _metadata(self, path):
+        """The path's metadata; if it is unreadable, the failure is reported
+        and a name with children still stands for a directory."""
         try:
             return self.repo.get_metadata(self.gen, path)
         except obnamlib.errors.ObnamError as e:
             self._failed(path, e)
+            return self._stand_in_for_directory(path)
+
+    def _stand_in_for_directory(self, path):
+        """Metadata-less stand-in for a damaged directory entry, so that
+        its undamaged contents are still restored; None for a leaf."""
+        try:
+            children = self.repo.get_file_children(self.gen, path)
+        except obnamlib.errors.ObnamError:
             return None
+        return obnamlib.metadata.Metadata() if children else None
 
     def _make_directory(self, path):
         if path == b'/' or self.pretend:
@@ -196,9 +222,17 @@ class Restorer:
             if not self.pretend:
                 self._create_leaf(path, md)
         except (obnamlib.errors.ObnamError, OSError) as e:
+            self._forget_link_source(path, md)
             self._failed(path, e)
             return
         self._count(path, md)
+
+    def _forget_link_source(self, path, md):
+        """A failed first name cannot be linked to: the next name of the
+        same inode tries to restore the data itself."""
+        key = (md.st_dev, md.st_ino)
+        if self.hard_links.get(key) == self.dest(path):
+            del self.hard_links[key]
 
     def _create_leaf(self, path, md):
         kind = stat.S_IFMT(md.st_mode)
@@ -229,7 +263,12 @@ class Restorer:
     def _set_metadata(self, path, md):
         if self.pretend or md.st_mode is None:
             return
-        for error in self.applier.apply(self.dest(path), md):
+        try:
+            errors = self.applier.apply(self.dest(path), md)
+        except obnamlib.errors.ObnamError as e:     # e.g. a garbled xattr blob
+            self._failed(path, e)
+            return
+        for error in errors:
             self.failed = True
             self.reporter.error(_first_line(error))
 
@@ -248,17 +287,31 @@ class Restorer:
         return True
 
     def _write_file(self, path, md, dest):
+        """Write the content; on any failure remove what was written, so a
+        damaged file never looks restored."""
         f = self.fs.open_write(dest)
         try:
-            digest, size = self._write_content(path, f)
-            _end_at(f, size)
-        finally:
-            f.close()
-        if md.md5 is not None and digest.digest() != md.md5:
-            self.failed = True
-            self.reporter.notify(
-                'File checksum restore error: %s (%s vs %s)' %
-                (os.fsdecode(path), digest.hexdigest(), md.md5.hex()))
+            try:
+                digest, size = self._write_content(path, f)
+                _end_at(f, size)
+            finally:
+                f.close()
+            if md.md5 is not None and digest.digest() != md.md5:
+                self.reporter.notify(
+                    'File checksum restore error: %s (%s vs %s)' %
+                    (os.fsdecode(path), digest.hexdigest(), md.md5.hex()))
+                raise RestoredDataDamaged(actual=digest.hexdigest(),
+                                          recorded=md.md5.hex())
+        except BaseException:
+            self._remove_quietly(dest)
+            raise
+
+    def _remove_quietly(self, dest):
+        try:
+            self.fs.remove(dest)
+        except (obnamlib.errors.ObnamError, OSError) as e:
+            self.reporter.log('Could not remove damaged %s: %s' % (
+                os.fsdecode(dest), _first_line(e)))
 
     def _write_content(self, path, f):
         """Write every chunk, seeking over all-zero ones; (md5, size)."""

@@ -60,3 +60,67 @@ def store_tree(repo, root, chunk_size=4096, zero_chunk=None):
     repo.commit_chunk_indexes()
     repo.commit_client(CLIENT)
     return gen
+
+
+# --- damage: what restore, verify and fsck tests inject ----------------------
+
+def back_up(repo_path, live, chunk_size=4096):
+    """One generation of live (a directory) made by the real backup engine,
+    as client CLIENT; returns (repository, generation id)."""
+    import obnamlib.backup_engine
+    import obnamlib.backup_progress
+    import obnamlib.vfs_local
+    repo = obnamlib.repo_factory.open_repository(
+        url=str(repo_path), create=True, lock_timeout=0)
+    obnamlib.backup_engine.BackupEngine(
+        repo, obnamlib.vfs_local.LocalFS('/'),
+        obnamlib.backup_engine.BackupOptions(CLIENT, chunk_size=chunk_size),
+        obnamlib.backup_progress.BackupProgress(), repo_io=repo.fs,
+    ).run([os.fsencode(str(live))])
+    repo = obnamlib.repo_factory.open_repository(url=str(repo_path))
+    return repo, repo.get_generation_ids(CLIENT)[-1]
+
+
+def chunk_file(repo_path, chunk_id):
+    """Where a chunk is stored (format 6 default idpath)."""
+    from obnamlib.fmt_6.chunk_store import idpath
+    return os.path.join(str(repo_path), idpath(chunk_id))
+
+
+def file_chunk(repo, gen, repo_path, path, index=0):
+    """The chunk file holding chunk number index of path (a str)."""
+    chunk_ids = repo.get_file_chunk_ids(gen, os.fsencode(str(path)))
+    return chunk_file(repo_path, chunk_ids[index])
+
+
+def delete(filename):
+    os.remove(filename)
+
+
+def truncate(filename):
+    """Keep the first half (a chunk cut short by a crash or a full disk)."""
+    size = os.path.getsize(filename)
+    os.truncate(filename, size // 2)
+
+
+def flip_last_bit(filename):
+    """One bit of the stored payload changed (bit rot)."""
+    with open(filename, 'r+b') as f:
+        f.seek(-1, os.SEEK_END)
+        byte = f.read(1)[0]
+        f.seek(-1, os.SEEK_END)
+        f.write(bytes([byte ^ 1]))
+
+
+def garble_metadata(repo_path, path):
+    """Replace the stored metadata of path (str) in the latest generation
+    with a value that cannot be decoded; other files stay intact."""
+    from obnamlib.fmt_6 import keys
+    repo = obnamlib.repo_factory.open_repository(url=str(repo_path),
+                                                 lock_timeout=0)
+    repo.lock_client(CLIENT)
+    gen = repo.get_generation_ids(CLIENT)[-1]
+    tree = repo._writable_generation(gen)
+    file_id = tree.file_id(os.fsencode(str(path)))
+    tree.tree.insert(keys.file_key(file_id, keys.FILE_METADATA), b'garbage')
+    repo.commit_client(CLIENT)

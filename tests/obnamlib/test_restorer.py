@@ -10,6 +10,7 @@ import sys
 import pytest
 
 import obnamlib.errors
+import obnamlib.repo_factory
 import obnamlib.restorer
 import obnamlib.vfs_local
 from obnamlib.live_metadata import encode_xattrs
@@ -280,9 +281,10 @@ def test_missing_chunk_is_reported_and_restore_continues(world):
         % (live / 'a-broken'))
     assert '. It is expected at chunks/' in rep.errors[0]
     assert (target / str(live).lstrip('/') / 'b-fine').read_bytes() == b'fine'
+    assert not (target / str(live).lstrip('/') / 'a-broken').exists()
 
 
-def test_checksum_mismatch_is_notified_and_fails_the_run(world):
+def test_checksum_mismatch_is_notified_fails_the_run_and_leaves_no_file(world):
     tmp, live = world
     write(live / 'f', b'content')
     repo = rh.new_repository(tmp / 'repo')
@@ -296,9 +298,14 @@ def test_checksum_mismatch_is_notified_and_fails_the_run(world):
     r, rep = restorer(repo, gen, target)
     with pytest.raises(obnamlib.restorer.RestoreErrors):
         r.restore()
+    actual = hashlib.md5(b'content').hexdigest()
     assert rep.notes == ['File checksum restore error: %s (%s vs %s)' % (
-        live / 'f', hashlib.md5(b'content').hexdigest(), '00' * 16)]
-    assert (target / str(live).lstrip('/') / 'f').read_bytes() == b'content'
+        live / 'f', actual, '00' * 16)]
+    assert rep.errors == [
+        'Failed to restore %s: R2F75CX: Backed-up data does not match its '
+        'checksum (%s vs %s); the file was not restored'
+        % (live / 'f', actual, '00' * 16)]
+    assert not (target / str(live).lstrip('/') / 'f').exists()
 
 
 def test_metadata_failure_is_reported_with_r0fc21x(world):
@@ -596,3 +603,170 @@ def test_unknown_file_type_is_notified_and_skipped(world):
     assert rep.notes == ['Unknown file type: %s (150644)' % (live / 'odd')]
     restored = target / str(live).lstrip('/')
     assert sorted(os.listdir(restored)) == ['fine']
+
+
+# --- a damaged repository (issue 7): every undamaged file still restores ----
+
+def damaged_world(tmp):
+    """A real backup of files of three chunks each, a hard-linked pair and
+    a subdirectory; (live, repo path, files {name: content})."""
+    live = tmp / 'live'
+    (live / 'dir').mkdir(parents=True)
+    files = {
+        'a-broken': os.urandom(4096 * 2 + 100),
+        'b-fine': os.urandom(4096 * 2 + 200),
+        'dir/inner': b'inner',
+    }
+    for name, data in files.items():
+        write(live / name, data)
+    return live, tmp / 'repo', files
+
+
+def restored_at(target, live, name=''):
+    return target / str(live).lstrip('/') / name
+
+
+def content_md5(repo, gen, path):
+    """MD5 of what the repository now yields for path."""
+    digest = hashlib.md5()
+    for chunk_id in repo.get_file_chunk_ids(gen, os.fsencode(str(path))):
+        digest.update(repo.get_chunk_content(chunk_id))
+    return digest.hexdigest()
+
+
+def assert_all_but_broken_restored(target, live, files, broken):
+    for name, data in files.items():
+        dest = restored_at(target, live, name)
+        if name in broken:
+            assert not os.path.lexists(dest), name
+        else:
+            assert dest.read_bytes() == data, name
+
+
+def test_missing_chunk_in_the_middle_leaves_no_partial_file(tmp_path):
+    live, repo_path, files = damaged_world(tmp_path)
+    repo, gen = rh.back_up(repo_path, live)
+    lost = repo.get_file_chunk_ids(gen, os.fsencode(str(live / 'a-broken')))[1]
+    os.remove(rh.chunk_file(repo_path, lost))
+    target = tmp_path / 'target'
+    r, rep = restorer(repo, gen, target)
+    with pytest.raises(obnamlib.restorer.RestoreErrors):
+        r.restore()
+    from obnamlib.fmt_6.chunk_store import idpath
+    assert rep.errors == [
+        "Failed to restore %s: R43272X: Repository doesn't contain chunk %x. "
+        "It is expected at %s" % (live / 'a-broken', lost, idpath(lost))]
+    assert rep.notes == []
+    assert_all_but_broken_restored(target, live, files, {'a-broken'})
+    assert os.fsencode(str(live / 'a-broken')) not in rep.done
+    assert os.fsencode(str(live / 'b-fine')) in rep.done
+    # the directories around it are finished with their metadata
+    assert os.stat(restored_at(target, live)).st_mtime_ns == \
+        os.stat(live).st_mtime_ns
+
+
+@pytest.mark.parametrize('damage', [rh.truncate, rh.flip_last_bit])
+def test_damaged_chunk_content_is_a_checksum_failure(tmp_path, damage):
+    live, repo_path, files = damaged_world(tmp_path)
+    repo, gen = rh.back_up(repo_path, live)
+    damage(rh.file_chunk(repo, gen, repo_path, live / 'a-broken', 1))
+    actual = content_md5(repo, gen, live / 'a-broken')
+    recorded = hashlib.md5(files['a-broken']).hexdigest()
+    assert actual != recorded
+    target = tmp_path / 'target'
+    r, rep = restorer(repo, gen, target)
+    with pytest.raises(obnamlib.restorer.RestoreErrors):
+        r.restore()
+    assert rep.notes == ['File checksum restore error: %s (%s vs %s)' % (
+        live / 'a-broken', actual, recorded)]
+    assert rep.errors == [
+        'Failed to restore %s: R2F75CX: Backed-up data does not match its '
+        'checksum (%s vs %s); the file was not restored'
+        % (live / 'a-broken', actual, recorded)]
+    assert_all_but_broken_restored(target, live, files, {'a-broken'})
+
+
+def test_emptied_chunk_file_cannot_be_decoded(tmp_path):
+    live, repo_path, files = damaged_world(tmp_path)
+    repo, gen = rh.back_up(repo_path, live)
+    write(rh.file_chunk(repo, gen, repo_path, live / 'a-broken', 2), b'')
+    target = tmp_path / 'target'
+    r, rep = restorer(repo, gen, target)
+    with pytest.raises(obnamlib.restorer.RestoreErrors):
+        r.restore()
+    assert rep.errors == ['Failed to restore %s: R173AEX: No filter tag found'
+                          % (live / 'a-broken')]
+    assert_all_but_broken_restored(target, live, files, {'a-broken'})
+
+
+def test_hard_links_to_a_damaged_file_are_each_named(tmp_path):
+    live, repo_path, files = damaged_world(tmp_path)
+    os.link(live / 'a-broken', live / 'a-link')
+    files['a-link'] = files['a-broken']
+    repo, gen = rh.back_up(repo_path, live)
+    os.remove(rh.file_chunk(repo, gen, repo_path, live / 'a-broken', 0))
+    target = tmp_path / 'target'
+    r, rep = restorer(repo, gen, target)
+    with pytest.raises(obnamlib.restorer.RestoreErrors):
+        r.restore()
+    failed = [line.split(': R43272X: ')[0] for line in rep.errors]
+    assert failed == ['Failed to restore %s' % (live / 'a-broken'),
+                      'Failed to restore %s' % (live / 'a-link')]
+    assert_all_but_broken_restored(target, live, files,
+                                   {'a-broken', 'a-link'})
+
+
+def test_unreadable_metadata_of_one_file(tmp_path):
+    live, repo_path, files = damaged_world(tmp_path)
+    rh.back_up(repo_path, live)
+    rh.garble_metadata(repo_path, live / 'b-fine')
+    repo = obnamlib.repo_factory.open_repository(url=str(repo_path))
+    gen = repo.get_generation_ids(rh.CLIENT)[-1]
+    target = tmp_path / 'target'
+    r, rep = restorer(repo, gen, target)
+    with pytest.raises(obnamlib.restorer.RestoreErrors):
+        r.restore()
+    assert rep.errors == [
+        "Failed to restore %s: RB0D42X: Repository is damaged: metadata of "
+        "%r: metadata value has 7 bytes, expected at least 144"
+        % (live / 'b-fine', os.fsencode(str(live / 'b-fine')))]
+    assert_all_but_broken_restored(target, live, files, {'b-fine'})
+
+
+def test_unreadable_metadata_of_a_directory_keeps_its_contents(tmp_path):
+    live, repo_path, files = damaged_world(tmp_path)
+    rh.back_up(repo_path, live)
+    rh.garble_metadata(repo_path, live / 'dir')
+    repo = obnamlib.repo_factory.open_repository(url=str(repo_path))
+    gen = repo.get_generation_ids(rh.CLIENT)[-1]
+    target = tmp_path / 'target'
+    r, rep = restorer(repo, gen, target)
+    with pytest.raises(obnamlib.restorer.RestoreErrors):
+        r.restore()
+    assert len(rep.errors) == 1
+    assert rep.errors[0].startswith(
+        'Failed to restore %s: RB0D42X: Repository is damaged: metadata of '
+        % (live / 'dir'))
+    assert_all_but_broken_restored(target, live, files, set())
+    # created as a directory without the backed-up metadata: private
+    assert stat.S_IMODE(os.stat(restored_at(target, live, 'dir')).st_mode) \
+        == 0o700
+
+
+def test_unreadable_generation_tree_is_one_fatal_error(tmp_path):
+    live, repo_path, files = damaged_world(tmp_path)
+    repo, gen = rh.back_up(repo_path, live)
+    client_dir = [n for n in os.listdir(repo_path) if n.isdigit()]
+    assert len(client_dir) == 1
+    for dirpath, _, names in os.walk(repo_path / client_dir[0] / 'nodes'):
+        for name in names:
+            os.remove(os.path.join(dirpath, name))
+    repo = obnamlib.repo_factory.open_repository(url=str(repo_path))
+    target = tmp_path / 'target'
+    r, rep = restorer(repo, gen, target)
+    with pytest.raises(obnamlib.errors.ObnamError) as info:
+        r.restore()
+    assert info.value.code == 'RB0D42X'
+    assert len(str(info.value).splitlines()) == 1
+    assert (rep.errors, rep.notes) == ([], [])
+    assert not target.exists()
