@@ -13,9 +13,10 @@ class SpecError(Exception):
     pass
 
 
-def idpath(i):
+def idpath(i, top='nodes'):
+    """Where node (or, with top='chunks', chunk) i is stored (§5.2)."""
     d = [(i >> (13 + 12 * k)) & 0xFFF for k in range(3)]
-    return 'nodes/%d/%d/%d/%x' % (d[0], d[1], d[2], i)
+    return '%s/%d/%d/%d/%x' % (top, d[0], d[1], d[2], i)
 
 
 def decode_node(data, key_size):

@@ -1,6 +1,7 @@
 """Issue 4 "must show": a repository written through our format-6 code is
-decoded by a reader written here from format-6.md alone — its own tag-chain
-strip, larch node decoder, refcount check and key layouts; nothing from
+decoded by a reader written from format-6.md alone — its own tag-chain
+strip, refcount check and key layouts here, and the node decoder of
+tests/larch/specdecoder.py (which shares no code with larch); nothing from
 obnamlib.fmt_6 or larch is imported by the reader below."""
 
 import configparser
@@ -15,6 +16,7 @@ import pytest
 
 from obnamlib import repo_factory
 from obnamlib.metadata import Metadata
+from tests.larch.specdecoder import decode_node, idpath
 
 NODE_SIZE = 2048     # small nodes: several levels, splits and sharing
 
@@ -29,11 +31,6 @@ def strip_tags(data):
             return rest
         assert tag == b'deflate', tag
         data = zlib.decompress(rest)
-
-
-def idpath(top, i):
-    dirs = [str((i >> (13 + 12 * k)) & 0xFFF) for k in range(3)]
-    return os.path.join(top, *dirs, '%x' % i)
 
 
 class SpecForest:
@@ -57,28 +54,12 @@ class SpecForest:
 
     def node(self, i):
         if i not in self.nodes:
-            data = strip_tags(self.read(idpath('nodes', i)))
+            data = strip_tags(self.read(idpath(i)))
             assert len(data) <= NODE_SIZE
-            magic, node_id, n = struct.unpack('!4sQI', data[:16])
+            kind, node_id, keys, rest = decode_node(data, self.key_size)
             assert node_id == i
-            k = self.key_size
-            keys = [data[16 + j * k:16 + (j + 1) * k] for j in range(n)]
-            pos = 16 + n * k
-            assert keys == sorted(keys) and len(set(keys)) == n
-            if magic == b'ORBL':
-                lens = struct.unpack('!%dI' % n, data[pos:pos + 4 * n])
-                pos += 4 * n
-                values = []
-                for length in lens:
-                    values.append(data[pos:pos + length])
-                    pos += length
-                assert pos == len(data)
-                self.nodes[i] = ('leaf', keys, values)
-            else:
-                assert magic == b'ORBI'
-                kids = list(struct.unpack('!%dQ' % n, data[pos:pos + 8 * n]))
-                assert pos + 8 * n == len(data)
-                self.nodes[i] = ('index', keys, kids)
+            assert keys == sorted(keys) and len(set(keys)) == len(keys)
+            self.nodes[i] = (kind, keys, rest)
         return self.nodes[i]
 
     def items(self, root_id):
@@ -197,7 +178,7 @@ class SpecRepository:
         return gens
 
     def chunk(self, chunk_id):
-        with open(os.path.join(self.path, idpath('chunks', chunk_id)),
+        with open(os.path.join(self.path, idpath(chunk_id, 'chunks')),
                   'rb') as f:
             return strip_tags(f.read())
 

@@ -18,6 +18,7 @@ import pytest
 from obnamlib import repo_factory, repo_interface as ri
 from obnamlib.fmt_6.metadata_codec import decode_xattrs
 from tests.gpg_fixture import reference_gpg_home  # noqa: F401
+from tests.obnamlib.backup_helpers import read_back
 from tests.obnamlib.fmt_6 import reference_repos as rr
 from tests.obnamlib.fmt_6.reference_repos import (  # noqa: F401
     plain_copies, reference)
@@ -37,14 +38,6 @@ def data_root(repo, gen):
         if len(children) != 1:
             return path
         path = path.rstrip(b'/') + b'/' + children[0]
-
-
-def contents(repo, gen, path):
-    data = repo.get_file_data(gen, path)
-    if data is not None:
-        return data
-    return b''.join(repo.get_chunk_content(c)
-                    for c in repo.get_file_chunk_ids(gen, path))
 
 
 def walk(repo, gen, root):
@@ -134,7 +127,7 @@ def check_manifest(repo, reference, index):
         elif md.islink():
             pytest.fail('%s: unexpected symlink' % name)
         if 'SHA1' in expected:
-            data = contents(repo, gen, found[name])
+            data = read_back(repo, gen, found[name])
             assert hashlib.sha1(data).hexdigest() == expected['SHA1'], name
             assert hashlib.md5(data).digest() == md.md5, name
         if 'Xattrs' in expected:
@@ -193,7 +186,7 @@ def test_continuing_an_obnam_repository(plain_copies, tmp_path):
         assert walk(again, g, data_root(again, g)) == before[int(g)]
     new = walk(again, gens[2], root)
     assert 'file-one-byte' not in new and 'new' in new
-    assert contents(again, gens[2], root + b'/new') == b'new'
+    assert read_back(again, gens[2], root + b'/new') == b'new'
 
 
 def test_format5_detected_and_read(tmp_path, reference_gpg_home):
