@@ -5,9 +5,15 @@ live object of the same name (extra live objects are not our business):
 the metadata fields people notice changing, then, for regular files, the
 content chunk by chunk, including data appended at the end.  Failures are
 reported one by one; the caller decides the exit code.
+
+A damaged repository is not a reason to stop: an object whose backed-up
+metadata, listing or content cannot be read, or whose content does not
+match its recorded checksum, is one more failure (the reason names the
+repository's error), and every other object is still checked.
 """
 
 import errno
+import hashlib
 import os
 import random
 import stat as stat_module
@@ -26,6 +32,7 @@ COMPARED_FIELDS = ('st_mode', 'st_mtime_sec', 'st_mtime_nsec', 'st_nlink',
                    'groupname', 'username', 'target', 'xattr')
 
 _EMPTY_EQUAL = ('target', 'xattr')
+_DAMAGED = object()    # stands for a name whose metadata is unreadable
 _NAMES = ('groupname', 'username')
 
 
@@ -49,42 +56,74 @@ class Verifier:
     def verify_paths(self, paths):
         """Check everything under each path (post-order)."""
         for path in paths:
-            for entry_path in self.walk_generation(path):
-                self.verify_one(entry_path)
+            for entry_path, backup in self.walk_generation(path):
+                self.verify_one(entry_path, backup)
         return self.failures
 
     def verify_randomly(self, paths, count, rng=None):
         """Check `count` regular files chosen at random under the paths."""
         rng = rng or random.SystemRandom()
-        files = [p for path in paths for p in self.walk_generation(path)
-                 if self._backup_metadata(p).isreg()]
+        files = [(p, md) for path in paths
+                 for p, md in self.walk_generation(path) if md.isreg()]
         chosen = rng.sample(files, min(count, len(files)))
-        for path in chosen:
-            self.verify_one(path)
+        for path, backup in chosen:
+            self.verify_one(path, backup)
         return self.failures
 
     def walk_generation(self, top):
-        """Paths under top in the generation, children before parents."""
-        self.repo.get_metadata(self.gen, top)      # R3E151X if absent
-        stack = [(top, False)]
+        """(path, backed-up metadata) under top, children before parents.
+
+        The top's metadata must be readable (R3E151X if absent, the
+        repository's error if damaged).  Below it, an object whose
+        metadata or listing cannot be read is reported as a failure and
+        the walk goes on; a damaged name that has children is still
+        descended into, so its undamaged contents are checked."""
+        top_md = self.repo.get_metadata(self.gen, top)
+        stack = [(top, top_md, False)]
         while stack:
-            path, expanded = stack.pop()
+            path, md, expanded = stack.pop()
             if expanded:
-                yield path
+                if md is not _DAMAGED:
+                    yield path, md
                 continue
-            stack.append((path, True))
-            if self._backup_metadata(path).isdir():
-                for name in reversed(self.repo.get_file_children(
-                        self.gen, path)):
-                    stack.append((_join(path, name), False))
+            if md is not _DAMAGED and not md.isdir():
+                yield path, md
+                continue
+            names = self._backup_call(path, self.repo.get_file_children,
+                                      self.gen, path)
+            if names is None:
+                continue
+            stack.append((path, md, True))
+            for name in reversed(names):
+                child = _join(path, name)
+                child_md = self._backup_call(child, self.repo.get_metadata,
+                                             self.gen, child)
+                if child_md is None and self._has_children(child):
+                    child_md = _DAMAGED
+                if child_md is not None:
+                    stack.append((child, child_md, False))
 
-    def _backup_metadata(self, path):
-        return self.repo.get_metadata(self.gen, path)
+    def _has_children(self, path):
+        try:
+            return bool(self.repo.get_file_children(self.gen, path))
+        except obnamlib.errors.ObnamError:
+            return False
 
-    def verify_one(self, path):
+    def _backup_call(self, path, method, *args):
+        """method(*args), or None after reporting the repository's error
+        as the failure of path."""
+        try:
+            return method(*args)
+        except obnamlib.errors.ObnamError as e:
+            self.checked += 1
+            self._fail(path, e.first_line())
+            return None
+
+    def verify_one(self, path, backup=None):
         """Compare one object; returns True if it matched."""
+        if backup is None:
+            backup = self.repo.get_metadata(self.gen, path)
         self.checked += 1
-        backup = self._backup_metadata(path)
         self.on_file(path, backup.st_size or 0)
         try:
             st = self.fs.lstat(path)
@@ -95,7 +134,7 @@ class Verifier:
         reason = metadata_difference(backup, live)
         if reason is None and backup.isreg() and \
                 stat_module.S_ISREG(st.st_mode):
-            reason = self._content_difference(path)
+            reason = self._content_difference(path, backup)
         if reason is not None:
             return self._fail(path, reason)
         return True
@@ -105,22 +144,31 @@ class Verifier:
         self.on_failure(VerifyFailure(filename=path, reason=reason))
         return False
 
-    def _content_difference(self, path):
+    def _content_difference(self, path, backup):
+        """Why the live content differs from the backed-up one, or None.
+
+        A damaged backup (unreadable chunk, whole-file checksum mismatch)
+        is reported as such rather than as a change of the live file."""
         try:
             f = self.fs.open_read(path)
         except (OSError, obnamlib.errors.ObnamError) as e:
             return 'missing or inaccessible: %s' % (_strerror(e),)
+        digest = hashlib.md5()
+        chunks = self._backup_content(path)
         try:
-            for data in self._backup_content(path):
-                if _read_exactly(f, len(data)) != data:
-                    return 'data changed'
-            if f.read(1):
-                return 'more data at end of file'
+            reason = _compare_with_live(f, chunks, digest)
+            for data in chunks:         # after a difference: is it ours?
+                digest.update(data)
+        except obnamlib.errors.ObnamError as e:
+            return e.first_line()
         except OSError as e:
             return 'missing or inaccessible: %s' % (_strerror(e),)
         finally:
             f.close()
-        return None
+        if backup.md5 is not None and digest.digest() != backup.md5:
+            return ('backed-up data damaged: whole-file checksum mismatch '
+                    '(%s vs %s)' % (digest.hexdigest(), backup.md5.hex()))
+        return reason
 
     def _backup_content(self, path):
         in_tree = self.repo.get_file_data(self.gen, path)
@@ -129,6 +177,18 @@ class Verifier:
             return
         for chunk_id in self.repo.get_file_chunk_ids(self.gen, path):
             yield self.repo.get_chunk_content(chunk_id)
+
+
+def _compare_with_live(f, chunks, digest):
+    """Read the live file along the backed-up chunks (hashing them) until
+    the first difference; its reason, or None."""
+    for data in chunks:
+        digest.update(data)
+        if _read_exactly(f, len(data)) != data:
+            return 'data changed'
+    if f.read(1):
+        return 'more data at end of file'
+    return None
 
 
 def metadata_difference(backup, live):
