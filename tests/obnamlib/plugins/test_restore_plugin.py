@@ -175,3 +175,91 @@ def test_progress_and_summary_formats(tmp_path, backed_up):
         'Restore performance statistics:', '* files restored: 2',
         '* downloaded data: 100 bytes (100.0 B)',
         '* duration: 2.0 s (2s)', '* average speed: 50.0 B/s']
+
+
+# --- a damaged repository (issue 7) -------------------------------------------
+
+ERRORS_AT_END = ('ERROR: RD6259X: There were errors when restoring\n\n'
+                 'See previous error messages for details.\n')
+
+
+@pytest.fixture
+def damaged(tmp_path):
+    """A tree backed up by `obnam backup` in 4 KiB chunks;
+    (live, {name: content}, repository, generation)."""
+    import obnamlib.repo_factory
+    live = tmp_path / 'live'
+    (live / 'dir').mkdir(parents=True)
+    files = {'big': os.urandom(4096 * 3), 'dir/small': b'small',
+             'other': os.urandom(5000)}
+    for name, data in files.items():
+        (live / name).write_bytes(data)
+    result = obnam(tmp_path, 'backup', '--chunk-size=4096', live)
+    assert result.returncode == 0, result.stderr
+    repo = obnamlib.repo_factory.open_repository(url=str(tmp_path / 'repo'))
+    return live, files, repo, repo.get_generation_ids(rh.CLIENT)[-1]
+
+
+def assert_restored_except(target, live, files, broken):
+    for name, data in files.items():
+        if name == broken:
+            assert not os.path.lexists(restored(target, live, name))
+        else:
+            assert restored(target, live, name).read_bytes() == data, name
+
+
+def test_missing_chunk_is_named_and_the_rest_restores(tmp_path, damaged):
+    from obnamlib.fmt_6.chunk_store import idpath
+    live, files, repo, gen = damaged
+    lost = repo.get_file_chunk_ids(gen, os.fsencode(str(live / 'big')))[1]
+    os.remove(rh.chunk_file(tmp_path / 'repo', lost))
+    result = obnam(tmp_path, 'restore', '--to', tmp_path / 'x')
+    assert result.returncode == 1
+    failed = ("Failed to restore %s: R43272X: Repository doesn't contain "
+              "chunk %x. It is expected at %s" % (live / 'big', lost,
+                                                  idpath(lost)))
+    assert result.stderr == failed + '\n' + ERRORS_AT_END
+    assert SUMMARY.match(result.stdout), result.stdout
+    assert_restored_except(tmp_path / 'x', live, files, 'big')
+    assert ' ERROR %s\n' % failed in (tmp_path / 'obnam.log').read_text()
+
+
+@pytest.mark.parametrize('quiet', [False, True])
+def test_flipped_bit_is_named_and_the_rest_restores(tmp_path, damaged,
+                                                     quiet):
+    import hashlib
+    live, files, repo, gen = damaged
+    rh.flip_last_bit(rh.file_chunk(repo, gen, tmp_path / 'repo',
+                                   live / 'big', 2))
+    wrong = bytearray(files['big'])
+    wrong[-1] ^= 1
+    actual = hashlib.md5(wrong).hexdigest()
+    recorded = hashlib.md5(files['big']).hexdigest()
+    result = obnam(tmp_path, *(['--quiet'] if quiet else []),
+                   'restore', '--to', tmp_path / 'x')
+    assert result.returncode == 1
+    assert result.stderr == (
+        'Failed to restore %s: R2F75CX: Backed-up data does not match its '
+        'checksum (%s vs %s); the file was not restored\n'
+        % (live / 'big', actual, recorded) + ERRORS_AT_END)
+    if quiet:
+        assert result.stdout == ''
+    else:
+        notice, summary = result.stdout.split('\n', 1)
+        assert notice == 'File checksum restore error: %s (%s vs %s)' % (
+            live / 'big', actual, recorded)
+        assert SUMMARY.match(summary), summary
+    assert_restored_except(tmp_path / 'x', live, files, 'big')
+
+
+def test_unreadable_generation_is_one_fatal_error(tmp_path, damaged):
+    clients = [n for n in os.listdir(tmp_path / 'repo') if n.isdigit()]
+    assert len(clients) == 1
+    for dirpath, _, names in os.walk(tmp_path / 'repo' / clients[0] / 'nodes'):
+        for name in names:
+            os.remove(os.path.join(dirpath, name))
+    result = obnam(tmp_path, 'restore', '--to', tmp_path / 'x')
+    assert result.returncode == 1
+    assert re.match(r'^ERROR: RB0D42X: Repository is damaged: B-tree: .*\n$',
+                    result.stderr), result.stderr
+    assert result.stdout == ''
