@@ -23,7 +23,11 @@ class ThrowawayGpgHome:
         self.fingerprint = None
 
     def __enter__(self):
-        self.fingerprint = self._generate_key()
+        try:
+            self.fingerprint = self._generate_key()
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def __exit__(self, *exc):

@@ -59,8 +59,10 @@ def run_measured(argv, env=None, cwd=None):
         wall = time.monotonic() - started
         code = os.waitstatus_to_exitcode(status)
         if code != 0:
-            raise CommandFailed('exit %d: %s\n%s' % (
-                code, ' '.join(argv), _tail(out, err)))
+            tail = _tail(out, err)
+            lines = tail.splitlines() or ['(no output)']
+            raise CommandFailed('exit %d: %s\ncommand: %s\n%s' % (
+                code, lines[-1], ' '.join(argv), tail))
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
 
 

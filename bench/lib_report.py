@@ -6,10 +6,12 @@ once here, printed as tables and written to JSON from the same numbers.
 
 import json
 
-from lib_steps import LABELS
+from lib_steps import COMMANDS_NOTE, LABELS
 
 QUANTITIES = ('wall', 'cpu', 'rss_kib', 'repo_bytes')
 QUANTITY_HEADERS = ('wall', 'cpu', 'RSS', 'repo')
+SKIPPED = 'skipped: '
+FAILURE_LINES = 8     # of each failure's output in the printed report
 
 
 def resolve(by_step, step):
@@ -78,6 +80,8 @@ def print_mode(mode, descriptions, by_tool, steps):
     print('== mode %s' % mode)
     for line in descriptions:
         print('   %s' % line)
+    if 'check' in steps:
+        print('   %s' % COMMANDS_NOTE)
     print()
     header = '%-20s %-7s %9s %9s %9s %10s' % (
         'step', 'tool', 'wall s', 'cpu s', 'RSS MiB', 'repo MiB')
@@ -95,8 +99,9 @@ def measurement_row(label, tool, m, remote):
     if m.same_as:
         return '%s %9s' % (start, '= ' + LABELS[m.same_as])
     if m.error:
-        word = 'skipped' if m.error.startswith('skipped') else 'FAILED'
-        return '%s %9s  %s' % (start, word, m.error.splitlines()[0][:80])
+        if m.error.startswith(SKIPPED):
+            return '%s %9s  %s' % (start, 'skipped', m.error[len(SKIPPED):])
+        return '%s %9s  %s' % (start, 'FAILED', m.error.splitlines()[0][:80])
     row = '%s %9.2f %9.2f %9.1f %10.1f' % (
         start, m.wall, m.cpu, m.rss_kib / 1024, m.repo_bytes / 2 ** 20)
     if remote:
@@ -106,6 +111,10 @@ def measurement_row(label, tool, m, remote):
 
 def print_tool_ratios(mode, ratios, steps):
     for pair, table in ratios.get(mode, {}).items():
+        if not table:
+            print('%s %s ratios: nothing to compare' % (mode, pair))
+            print()
+            continue
         print('%s %s ratios (<= 1.0: obnam as good or better)' % (mode, pair))
         print('%-20s %9s %9s %9s %10s' % (('step',) + QUANTITY_HEADERS))
         for step in steps:
@@ -157,13 +166,15 @@ def print_failures(results):
                 for mode, by_tool in results.items()
                 for tool, by_step in by_tool.items()
                 for step, m in by_step.items()
-                if m.error and not m.error.startswith('skipped')]
+                if m.error and not m.error.startswith(SKIPPED)]
     if not failures:
         return
     print('failures')
     for mode, tool, step, m in failures:
         print('-- %s %s %s' % (mode, tool, LABELS[step]))
-        for line in m.error.splitlines():
+        lines = m.error.splitlines()
+        shown = lines[:2] + lines[2:][-FAILURE_LINES:]
+        for line in shown:
             print('   %s' % line)
     print()
 

@@ -27,7 +27,11 @@ class BenchSshd:
         self.server = SshdServer()
 
     def __enter__(self):
-        self.server.start()
+        try:
+            self.server.start()
+        except BaseException:
+            self.server.stop()
+            raise
         return self
 
     def __exit__(self, *exc):

@@ -23,6 +23,8 @@ STEPS = (
 )
 STEP_KEYS = tuple(key for key, _ in STEPS)
 LABELS = dict(STEPS)
+COMMANDS_NOTE = ('check: obnam fsck, borg check, restic check --read-data; '
+                 'verify: borg check --verify-data')
 
 
 class ToolRun:
