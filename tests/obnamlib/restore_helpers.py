@@ -64,20 +64,22 @@ def store_tree(repo, root, chunk_size=4096, zero_chunk=None):
 
 # --- damage: what restore, verify and fsck tests inject ----------------------
 
-def back_up(repo_path, live, chunk_size=4096):
+def back_up(repo_path, live, chunk_size=4096, **settings):
     """One generation of live (a directory) made by the real backup engine,
-    as client CLIENT; returns (repository, generation id)."""
+    as client CLIENT; returns (repository, generation id).  settings: repository
+    settings such as compress_with='deflate'."""
     import obnamlib.backup_engine
     import obnamlib.backup_progress
     import obnamlib.vfs_local
     repo = obnamlib.repo_factory.open_repository(
-        url=str(repo_path), create=True, lock_timeout=0)
+        url=str(repo_path), create=True, lock_timeout=0, **settings)
     obnamlib.backup_engine.BackupEngine(
         repo, obnamlib.vfs_local.LocalFS('/'),
         obnamlib.backup_engine.BackupOptions(CLIENT, chunk_size=chunk_size),
         obnamlib.backup_progress.BackupProgress(), repo_io=repo.fs,
     ).run([os.fsencode(str(live))])
-    repo = obnamlib.repo_factory.open_repository(url=str(repo_path))
+    repo = obnamlib.repo_factory.open_repository(url=str(repo_path),
+                                                 **settings)
     return repo, repo.get_generation_ids(CLIENT)[-1]
 
 

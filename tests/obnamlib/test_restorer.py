@@ -770,3 +770,30 @@ def test_unreadable_generation_tree_is_one_fatal_error(tmp_path):
     assert len(str(info.value).splitlines()) == 1
     assert (rep.errors, rep.notes) == ([], [])
     assert not target.exists()
+
+
+@pytest.mark.parametrize('damage, reason', [
+    (rh.truncate, 'Error -5 while decompressing data: incomplete or '
+     'truncated stream'),
+    (rh.flip_last_bit, 'Error -3 while decompressing data: incorrect data '
+     'check')])
+def test_damaged_compressed_chunk_cannot_be_decoded(tmp_path, damage, reason):
+    live, repo_path, files = damaged_world(tmp_path)
+    files['a-broken'] = b''.join(b'line %06d\n' % i for i in range(1500))
+    write(live / 'a-broken', files['a-broken'])
+    repo, gen = rh.back_up(repo_path, live, compress_with='deflate')
+    chunk_id = repo.get_file_chunk_ids(
+        gen, os.fsencode(str(live / 'a-broken')))[1]
+    chunk = rh.chunk_file(repo_path, chunk_id)
+    with open(chunk, 'rb') as f:
+        assert f.read().startswith(b'deflate\0')
+    damage(chunk)
+    target = tmp_path / 'target'
+    r, rep = restorer(repo, gen, target)
+    with pytest.raises(obnamlib.restorer.RestoreErrors):
+        r.restore()
+    from obnamlib.fmt_6.chunk_store import idpath
+    assert rep.errors == [
+        'Failed to restore %s: R70655X: %s: compressed data is damaged: %s'
+        % (live / 'a-broken', idpath(chunk_id), reason)]
+    assert_all_but_broken_restored(target, live, files, {'a-broken'})
