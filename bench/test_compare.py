@@ -1,0 +1,106 @@
+"""Tests of bench/compare: the ratio arithmetic, and tiny real runs.
+
+Run with `/usr/bin/python3 -m pytest -q bench`.  The runs use a tiny
+corpus and obnam only (borg and restic are exercised by the script's
+real use), but real gpg and a real sshd, as the script itself does.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import lib_report  # noqa: E402
+from lib_measure import Measurement  # noqa: E402
+
+COMPARE = os.path.join(HERE, 'compare')
+
+
+def measured(wall, cpu=1.0, rss=1000, repo=100):
+    return Measurement(['x'], wall=wall, cpu=cpu, rss_kib=rss,
+                       repo_bytes=repo)
+
+
+def test_tool_ratios_divide_obnam_by_the_other_tool():
+    results = {'plain': {
+        'obnam': {'first': measured(1.0, cpu=2.0, rss=500, repo=300)},
+        'borg': {'first': measured(4.0, cpu=1.0, rss=1000, repo=100)}}}
+    ratios = lib_report.tool_ratios(results, ['first'])
+    assert ratios == {'plain': {'obnam/borg': {'first': {
+        'wall': 0.25, 'cpu': 2.0, 'rss_kib': 0.5, 'repo_bytes': 3.0}}}}
+
+
+def test_same_as_reuses_the_named_step_and_failures_give_no_ratio():
+    results = {'plain': {
+        'obnam': {'check': measured(2.0),
+                  'verify': Measurement(None, same_as='check')},
+        'borg': {'check': Measurement(['borg'], error='exit 2: no'),
+                 'verify': measured(8.0)}}}
+    ratios = lib_report.tool_ratios(results, ['check', 'verify'])
+    assert ratios['plain']['obnam/borg'] == {'verify': {
+        'wall': 0.25, 'cpu': 1.0, 'rss_kib': 1.0, 'repo_bytes': 1.0}}
+
+
+def test_mode_costs_compare_each_tool_with_its_own_plain_run():
+    results = {
+        'plain': {'obnam': {'first': measured(2.0, cpu=1.0)},
+                  'borg': {'first': measured(1.0, cpu=1.0)}},
+        'encrypted': {'obnam': {'first': measured(3.0, cpu=4.0)},
+                      'borg': {'first': measured(1.5, cpu=1.0)}}}
+    costs = lib_report.mode_costs(results, ['first'])
+    assert costs == {'encrypted': {
+        'obnam': {'first': {'wall': 1.5, 'cpu': 4.0}},
+        'borg': {'first': {'wall': 1.5, 'cpu': 1.0}}}}
+
+
+def test_mode_costs_need_plain_mode():
+    results = {'sftp': {'obnam': {'first': measured(1.0)}}}
+    assert lib_report.mode_costs(results, ['first']) == {}
+
+
+def compare(tmp_path, *args):
+    out = tmp_path / 'out.json'
+    p = subprocess.run(
+        ['/usr/bin/python3', COMPARE, '--scale', '0.002', '--tools', 'obnam',
+         '--workdir', str(tmp_path / 'work'), '--json', str(out)]
+        + list(args), capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    with open(out) as f:
+        return p.stdout, json.load(f)
+
+
+@pytest.mark.slow
+def test_every_mode_runs_and_is_compared_with_plain(tmp_path):
+    stdout, doc = compare(tmp_path, '--mode', 'all', '--steps',
+                          'first,check,verify')
+    for mode in ('plain', 'encrypted', 'sftp'):
+        steps = doc['results'][mode]['obnam']
+        assert steps['first']['wall'] > 0
+        assert steps['check']['command'][-1] == 'fsck'
+        assert steps['verify'] == {'same_as': 'check'}
+    assert '--encrypt-with=' in ' '.join(
+        doc['results']['encrypted']['obnam']['first']['command'])
+    assert doc['results']['sftp']['obnam']['first']['server_cpu'] >= 0
+    assert 'server_cpu' not in doc['results']['plain']['obnam']['first']
+    assert set(doc['mode_costs']) == {'encrypted', 'sftp'}
+    assert doc['mode_costs']['sftp']['obnam']['check']['wall'] > 0
+    assert '== mode sftp' in stdout
+    assert 'sftp/plain: each tool against its own plain run' in stdout
+    assert not os.path.exists(tmp_path / 'work')
+
+
+def test_a_failing_tool_is_reported_and_its_later_steps_skipped(tmp_path):
+    stdout, doc = compare(tmp_path, '--steps', 'first,restore',
+                          '--obnam-option=--no-such-option')
+    steps = doc['results']['plain']['obnam']
+    assert steps['first']['error'].startswith(
+        'exit 2: obnam: error: no such option: --no-such-option')
+    assert steps['restore'] == {
+        'error': 'skipped: its first backup failed'}
+    assert 'FAILED  exit 2: obnam: error: no such option' in stdout
+    assert 'skipped  its first backup failed' in stdout
