@@ -180,13 +180,12 @@ def _fs_path(path):
     return path if isinstance(path, str) else os.fsdecode(path)
 
 
-def _status_error(msg, path):
+def _status_error(msg, name):
     """The exception an SFTP STATUS reply stands for, or None if OK."""
     code = msg.get_int()
     text = msg.get_string().decode('utf-8', 'replace')
     if code == proto.SFTP_OK:
         return None
-    name = _fs_path(path) if path is not None else None
     if code == proto.SFTP_EOF:
         return EOFError(text)
     if code == proto.SFTP_NO_SUCH_FILE:
@@ -214,10 +213,11 @@ class RemoteStat:
     def __init__(self, attrs, path, longname=None):
         mtime = _signed32(attrs.st_mtime or 0)
         atime = _signed32(attrs.st_atime or 0)
+        nlink, self.st_username, self.st_groupname = _ls_fields(longname)
         self.st_mode = attrs.st_mode or 0
         self.st_ino = _fake_inode(path)
         self.st_dev = 0
-        self.st_nlink = 1
+        self.st_nlink = nlink or 1
         self.st_uid = attrs.st_uid or 0
         self.st_gid = attrs.st_gid or 0
         self.st_size = attrs.st_size or 0
@@ -227,20 +227,28 @@ class RemoteStat:
         self.st_blocks = (self.st_size + 511) // 512
         self.st_blksize = 4096
         self.st_rdev = 0
-        self.st_username, self.st_groupname = _owner_names(longname)
 
     def __repr__(self):
         return 'RemoteStat(mode=%o, size=%d, mtime=%d)' % (
             self.st_mode, self.st_size, self.st_mtime)
 
 
-def _owner_names(longname):
-    """Owner and group from an `ls -l` style line (OpenSSH fills them in
-    from the server's user database; numbers mean it had no name)."""
+def _ls_fields(longname):
+    """(link count, owner, group) from an `ls -l` style line: SFTP v3
+    attributes have neither.  OpenSSH fills the names in from the server's
+    user database; numbers mean it had no name.  None when not known."""
     fields = (longname or b'').split(None, 4)
     if len(fields) < 5:
-        return None, None
-    return tuple(None if name.isdigit() else name for name in fields[2:4])
+        return None, None, None
+    nlink = int(fields[1]) if fields[1].isdigit() else None
+    owner, group = (None if name.isdigit() else name for name in fields[2:4])
+    return nlink, owner, group
+
+
+def _same_attrs(a, b):
+    """Does a listing's entry still describe what LSTAT just returned?"""
+    return all(getattr(a, field) == getattr(b, field) for field in
+               ('st_mode', 'st_uid', 'st_gid', 'st_size', 'st_mtime'))
 
 
 def _signed32(value):
@@ -284,6 +292,7 @@ class SftpFS(VirtualFileSystem):
         self._replies = _Replies()
         self._dead = None
         self._known_dirs = set()
+        self._listed = (None, {})     # lstat's last parent listing
         self._has_posix_rename = True
         self._has_lsetstat = True
         # A connection handed in stays open when this object is closed.
@@ -377,10 +386,28 @@ class SftpFS(VirtualFileSystem):
             raise self._lost(e)
         kind, msg = got.pop(num)
         if kind == proto.CMD_STATUS:
-            error = _status_error(msg, path)
+            error = _status_error(msg, self._error_name(path))
             if error is not None:
                 raise error
         return kind, msg
+
+    def _error_name(self, path):
+        """The file an error is about: a repository file (str path) as
+        sftp://HOST/ABSOLUTE-PATH, for people to find it; live data as
+        given (callers put it in their own errors)."""
+        if path is None:
+            return None
+        if isinstance(path, str):
+            return self.url_of(self._abs(path))
+        return _fs_path(path)
+
+    def url_of(self, full):
+        """The sftp:// URL of an absolute server path (bytes)."""
+        parsed = self.parsed
+        host = '[%s]' % parsed.host if ':' in parsed.host else parsed.host
+        return 'sftp://%s%s%s%s' % (
+            parsed.user + '@' if parsed.user else '', host,
+            ':%d' % parsed.port if parsed.port else '', os.fsdecode(full))
 
     def _call(self, kind, *args, path=None):
         return self._wait(self._send(kind, *args), path)
@@ -397,6 +424,32 @@ class SftpFS(VirtualFileSystem):
                 first = first or e
         if first is not None:
             raise first
+
+    def _wait_writes(self, nums, full, path):
+        """_wait_all for the WRITEs (and CLOSE) of file `full`.
+
+        SFTP v3 reports a full disk as a bare "Failure"; then the server's
+        statvfs@openssh.com tells whether the file system is full, and the
+        error says so (ENOSPC, naming the file on the server).
+        """
+        try:
+            self._wait_all(nums, path)
+        except OSError as e:
+            if e.errno != errno.EIO or not self._is_full(full):
+                raise
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC),
+                          self.url_of(full)) from e
+
+    def _is_full(self, full):
+        """Has the file system holding `full` less room than one WRITE?"""
+        try:
+            _, msg = self._call(proto.CMD_EXTENDED, 'statvfs@openssh.com',
+                                os.path.dirname(full))
+        except OSError:
+            return False        # not OpenSSH: cannot tell
+        fields = [msg.get_int64() for _ in range(8)]
+        frsize, bavail, favail = fields[1], fields[4], fields[7]
+        return bavail * frsize < CHUNK or favail == 0
 
     def _abs(self, path):
         """Server path for a StorageFS (relative) or live-data path."""
@@ -417,8 +470,29 @@ class SftpFS(VirtualFileSystem):
 
     @_live_errors(ObnamSystemError)
     def lstat(self, path):
+        """Like scandir's entries, with owner names and link count: those
+        come only in a directory listing, so the parent is listed (once
+        per directory while its entries match)."""
         full = self._abs(path)
-        return RemoteStat(self._attrs(proto.CMD_LSTAT, full, path), full)
+        attrs = self._attrs(proto.CMD_LSTAT, full, path)
+        return RemoteStat(attrs, full, self._longname(full, attrs))
+
+    def _longname(self, full, attrs):
+        parent, name = os.path.split(full)
+        if not name:
+            parent, name = full, b'.'   # the root's own entry
+        for fresh in (False, True):
+            if fresh or self._listed[0] != parent:
+                try:
+                    entries = self._read_dir(parent, parent, dots=True)
+                except OSError:
+                    return None         # e.g. a parent we may not list
+                self._listed = (parent, {n: (a, longname)
+                                         for n, a, longname in entries})
+            entry = self._listed[1].get(name)
+            if entry is not None and _same_attrs(entry[0], attrs):
+                return entry[1]
+        return None
 
     def stat(self, path):
         full = self._abs(path)
@@ -453,8 +527,9 @@ class SftpFS(VirtualFileSystem):
 
     # --- directory listing ------------------------------------------------
 
-    def _read_dir(self, full, path):
-        """[(name, SFTPAttributes, longname)] of `full`, without . and ..."""
+    def _read_dir(self, full, path, dots=False):
+        """[(name, SFTPAttributes, longname)] of `full`, without . and ..
+        unless `dots`."""
         _, msg = self._call(proto.CMD_OPENDIR, full, path=path)
         handle = msg.get_binary()
         entries = []
@@ -475,6 +550,8 @@ class SftpFS(VirtualFileSystem):
                     break
         finally:
             self._close_handle(handle)
+        if dots:
+            return entries
         return [entry for entry in entries if entry[0] not in (b'.', b'..')]
 
     def listdir(self, path):
@@ -580,7 +657,7 @@ class SftpFS(VirtualFileSystem):
                                payload=data[offset:offset + CHUNK])
                     for offset in range(0, len(data), CHUNK)]
             nums.append(self._close_handle(handle, wait=True))
-            self._wait_all(nums, path)
+            self._wait_writes(nums, full, path)
         except SftpConnectionLost:
             raise
         except BaseException:
@@ -725,8 +802,9 @@ class SftpFS(VirtualFileSystem):
 
     def lock(self, path, content=b''):
         """Create `path` exclusively (SSH_FXF_EXCL); LockFail if it exists."""
+        full = self._abs(path)
         try:
-            handle = self._open_exclusive(self._abs(path), path)
+            handle = self._open_exclusive(full, path)
         except FileExistsError:
             raise LockFail(lock_name=_fs_path(path),
                            reason='it already exists')
@@ -735,7 +813,7 @@ class SftpFS(VirtualFileSystem):
                            payload=content[offset:offset + CHUNK])
                 for offset in range(0, len(content), CHUNK)]
         nums.append(self._close_handle(handle, wait=True))
-        self._wait_all(nums, path)
+        self._wait_writes(nums, full, path)
 
     def _open_exclusive(self, full, path):
         """Open a new file with SSH_FXF_EXCL; FileExistsError if it exists.
@@ -787,7 +865,7 @@ class SftpFS(VirtualFileSystem):
         flags = (proto.SFTP_FLAG_WRITE | proto.SFTP_FLAG_CREATE |
                  proto.SFTP_FLAG_TRUNC)
         return _PipelinedWriter(self, self._open(full, flags, path, mode),
-                                path)
+                                path, full)
 
     def llistxattr(self, path):
         """SFTP (OpenSSH) has no extended attributes: there are none."""
@@ -814,14 +892,15 @@ class SftpFS(VirtualFileSystem):
                 if e.errno != errno.ENOTSUP:
                     raise
                 self._has_lsetstat = False
-        if not follow and stat.S_ISLNK(self.lstat(path).st_mode):
+        if not follow and stat.S_ISLNK(
+                self._attrs(proto.CMD_LSTAT, full, path).st_mode or 0):
             return      # the server can only change the link's target
         self._call(proto.CMD_SETSTAT, full, attrs, path=path)
 
     @_live_errors(ObnamSystemError)
     def lchown(self, path, uid, gid):
         if uid == -1 or gid == -1:
-            st = self.lstat(path)
+            st = self._attrs(proto.CMD_LSTAT, self._abs(path), path)
             uid = st.st_uid if uid == -1 else uid
             gid = st.st_gid if gid == -1 else gid
         attrs = SFTPAttributes()
@@ -1019,10 +1098,11 @@ class _PipelinedReader:
 class _PipelinedWriter:
     """A write-only file with up to WRITES_IN_FLIGHT requests in flight."""
 
-    def __init__(self, fs, handle, path):
+    def __init__(self, fs, handle, path, full):
         self.fs = fs
         self.handle = handle
         self.path = path
+        self.full = full        # the path on the server
         self.offset = 0         # where the buffer starts in the file
         self.buffer = bytearray()
         self.pending = deque()
@@ -1070,7 +1150,8 @@ class _PipelinedWriter:
         self.pending.append(num)
         self.offset += len(piece)
         if len(self.pending) > WRITES_IN_FLIGHT:
-            self.fs._wait(self.pending.popleft(), self.path)
+            self.fs._wait_writes([self.pending.popleft()], self.full,
+                                 self.path)
 
     @_stream_errors
     def close(self):
@@ -1083,7 +1164,7 @@ class _PipelinedWriter:
         finally:
             close = self.fs._close_handle(self.handle, wait=True)
             self.handle = None
-        self.fs._wait_all(nums + [close], self.path)
+        self.fs._wait_writes(nums + [close], self.full, self.path)
 
     def __enter__(self):
         return self

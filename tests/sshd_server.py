@@ -57,9 +57,10 @@ def public_key_line(path):
     return '%s %s' % (fields[0], fields[1])
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(('127.0.0.1', 0))
+def free_port(host='127.0.0.1'):
+    family = socket.AF_INET6 if ':' in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
         return s.getsockname()[1]
 
 
@@ -93,10 +94,14 @@ def descendants_of(pid):
 class SshdServer:
     """One sshd process; start() / stop(), or use as a context manager."""
 
-    def __init__(self, subsystem='internal-sftp'):
+    def __init__(self, subsystem='internal-sftp', host='127.0.0.1',
+                 user=None):
+        """`host`: 127.0.0.1 or ::1.  `user`: who may log in (default: the
+        current user; another user needs root, e.g. 'nobody' for real
+        permission errors on the server)."""
         self.subsystem = subsystem
-        self.user = pwd.getpwuid(os.getuid()).pw_name
-        self.host = '127.0.0.1'
+        self.user = user or pwd.getpwuid(os.getuid()).pw_name
+        self.host = host
         self.port = None
         self.process = None
         self.log_lines = []
@@ -108,6 +113,10 @@ class SshdServer:
         self.authorized_keys = os.path.join(self.dir, 'authorized_keys')
         with open(self.authorized_keys, 'w') as f:
             f.write(public_key_line(self.client_key) + '\n')
+        if user is not None:
+            # sshd reads authorized_keys as the user logging in.
+            os.chmod(self.dir, 0o711)
+            os.chmod(self.authorized_keys, 0o644)
         self.known_hosts = os.path.join(self.dir, 'known_hosts')
         self.config = os.path.join(self.dir, 'sshd_config')
 
@@ -130,7 +139,8 @@ class SshdServer:
     def url(self, path, user=True):
         """An sftp:// URL for an absolute `path` on this server."""
         who = '%s@' % self.user if user else ''
-        return 'sftp://%s%s:%d%s' % (who, self.host, self.port, path)
+        host = '[%s]' % self.host if ':' in self.host else self.host
+        return 'sftp://%s%s:%d%s' % (who, host, self.port, path)
 
     def write_known_hosts(self, path=None, key_line=None):
         """Write a known_hosts file with `key_line` (default: the real key)."""
@@ -143,7 +153,7 @@ class SshdServer:
     def start(self):
         _ensure_privsep_dir()
         for _ in range(5):
-            self.port = free_port()
+            self.port = free_port(self.host)
             self._write_config()
             if self._launch():
                 self.write_known_hosts()
@@ -156,7 +166,7 @@ class SshdServer:
             subsystem = SFTP_SERVER
         lines = [
             'Port %d' % self.port,
-            'ListenAddress 127.0.0.1',
+            'ListenAddress %s' % self.host,
             'HostKey %s' % self.host_key,
             'PidFile none',
             'UsePAM %s' % ('no' if os.getuid() == 0 else 'yes'),

@@ -11,6 +11,7 @@ import hashlib
 import os
 import pwd
 import re
+import shutil
 import stat
 import subprocess
 import time
@@ -21,8 +22,9 @@ from obnamlib import repo_factory, ssh_auth
 from obnamlib.vfs_sftp import SftpFS
 from tests.gpg_fixture import gpg_home  # noqa: F401 (a fixture)
 from tests.obnamlib.repo_interface_conformance import RepositoryConformance
-from tests.obnamlib.test_vfs_sftp import (kill_sessions, settings_for,
-                                          shared_sshd)
+from tests.obnamlib.test_vfs_sftp import (IS_ROOT, kill_sessions,
+                                          settings_for, shared_sshd,
+                                          small_tmpfs, world_readable_dir)
 
 
 @pytest.fixture(autouse=True)
@@ -370,3 +372,131 @@ def test_pull_backup_ends_at_a_dropped_connection_then_resumes(work):
         == manifest(str(live), whole_seconds=True)
     out = ok(obnam(sshd, work / 'home', 'fsck', '-r', str(repo_dir)))
     assert out.endswith(b': no problems\n')
+
+
+# What SFTP v3 (OpenSSH) cannot carry: sub-second times, device and inode
+# numbers (per-path stand-ins), block counts, extended attributes.
+NOT_OVER_SFTP = ('st_mtime_nsec', 'st_atime_nsec', 'st_atime_sec', 'st_dev',
+                 'st_ino', 'st_blocks', 'xattr')
+
+
+def _generation_metadata(repo_dir, client, root):
+    """{path: Metadata without NOT_OVER_SFTP} of the client's newest
+    generation, from `root` (bytes) and its ancestors."""
+    repo = repo_factory.open_repository(url=str(repo_dir), lock_timeout=0)
+    gen = repo.get_generation_ids(client)[-1]
+    result = {}
+    pending = [b'/']
+    while pending:
+        path = pending.pop()
+        md = repo.get_metadata(gen, path)
+        result[path] = md.copy(**{name: None for name in NOT_OVER_SFTP})
+        if md.isdir():
+            pending.extend(os.path.join(path, name) for name in
+                           repo.get_file_children(gen, path))
+    return result
+
+
+def test_pull_backup_records_what_a_local_backup_does(work):
+    """Owner and group names, link counts, modes, sizes, whole-second
+    times, link targets and checksums as a local backup of the same tree
+    records them, for the root and its ancestors too."""
+    sshd = shared_sshd()
+    live = work / 'live'
+    os.link(live / 'big', live / 'big-link')
+    os.setxattr(live / 'big', 'user.colour', b'blue')
+    if os.getuid() == 0:
+        os.chown(live / 'sub' / 'small', 65534, 65534)
+    repo_dir = work / 'repo'
+    ok(obnam(sshd, work / 'home', 'backup', '-r', str(repo_dir),
+             '--client-name', 'local', str(live)))
+    ok(obnam(sshd, work / 'home', 'backup', '-r', str(repo_dir),
+             '--client-name', 'pulled', sshd.url(str(live))))
+    local = _generation_metadata(repo_dir, 'local', os.fsencode(live))
+    pulled = _generation_metadata(repo_dir, 'pulled', os.fsencode(live))
+    assert pulled == local
+    root = local[os.fsencode(live)]
+    assert root.username == pwd.getpwuid(os.getuid()).pw_name.encode()
+    assert local[os.fsencode(live) + b'/big'].st_nlink == 2
+
+
+@pytest.fixture
+def public_dir():
+    """A directory the ssh user `nobody` can reach, with a live tree."""
+    path = world_readable_dir()
+    make_live_tree(str(path / 'live'))
+    yield path
+    shutil.rmtree(path)
+
+
+@pytest.mark.skipif(not IS_ROOT, reason='logging in as nobody needs root')
+def test_permission_denied_on_the_server_is_one_line_naming_the_path(
+        work, public_dir):
+    """As `nobody` on the server: a repository directory that user cannot
+    create, or a repository it cannot read, is one clear error."""
+    sshd = shared_sshd(user='nobody')
+    live = str(public_dir / 'live')
+    parent = public_dir / 'root-only'
+    parent.mkdir(mode=0o755)
+    repo = sshd.url(str(parent / 'repo'))
+    code, out, err = obnam(sshd, work / 'home', 'backup', '-r', repo,
+                           '--client-name', 'c', live)
+    assert (code, out, err) == (1, b'', b'ERROR: RD5FA4X: System error: %s: '
+                                b'13: Permission denied\n' % repo.encode())
+    assert not (parent / 'repo').exists()
+    ok(obnam(sshd, work / 'home', 'backup', '-r', str(parent / 'repo'),
+             '--client-name', 'c', live))
+    code, out, err = obnam(sshd, work / 'home', 'backup', '-r', repo,
+                           '--client-name', 'c', live)
+    assert (code, out, err) == (1, b'', b'ERROR: RD5FA4X: System error: '
+                                b'%s/metadata/format: 13: Permission '
+                                b'denied\n' % repo.encode())
+
+
+@pytest.mark.skipif(not IS_ROOT, reason='logging in as nobody needs root')
+def test_pull_backup_of_a_file_the_ssh_user_cannot_read(work, public_dir):
+    sshd = shared_sshd(user='nobody')
+    live = public_dir / 'live'
+    (live / 'sub' / 'small').chmod(0o644)
+    (live / 'secret').write_bytes(b'no')
+    (live / 'secret').chmod(0o600)
+    code, out, err = obnam(sshd, work / 'home', 'backup', '-r',
+                           str(work / 'repo'), '--client-name', 'c',
+                           sshd.url(str(live)))
+    assert (code, out) == (1, b'')
+    assert err.decode().splitlines() == [
+        "ERROR: Can't back up %s/secret: RCE08AX: I/O error: %s/secret: 13: "
+        "Permission denied" % (live, live),
+        'ERROR: R4C3BCX: There were errors during the backup']
+    ok(obnam(sshd, work / 'home', 'restore', '-r', str(work / 'repo'),
+             '--client-name', 'c', '--to', str(work / 'restored')))
+    (live / 'secret').unlink()
+    assert manifest(str(work / 'restored') + str(live), whole_seconds=True) \
+        == manifest(str(live), whole_seconds=True)
+
+
+@pytest.mark.skipif(not IS_ROOT, reason='mounting needs root')
+def test_full_disk_on_the_server_stops_the_backup_cleanly(work):
+    """A first backup fits, a second does not: one error line naming the
+    file, no locks left, the first generation intact and checking clean."""
+    sshd = shared_sshd()
+    live = work / 'live'
+    with small_tmpfs(work / 'small', size='2m') as small:
+        repo = sshd.url(str(small / 'repo'))
+        ok(obnam(sshd, work / 'home', 'backup', '-r', repo, '--client-name',
+                 'c', str(live / 'sub')))
+        (live / 'sub' / 'huge').write_bytes(os.urandom(3 * 1024 * 1024))
+        code, out, err = obnam(sshd, work / 'home', 'backup', '-r', repo,
+                               '--client-name', 'c', str(live / 'sub'))
+        assert (code, out) == (1, b'')
+        assert re.fullmatch(
+            'ERROR: R5EE7DX: Backup stopped: cannot write to the repository: '
+            '%s/chunks/[0-9a-f/]+: 28: No space left on device\n'
+            % re.escape(repo), err.decode()), err
+        assert not [n for _, _, ns in os.walk(small) for n in ns
+                    if n == 'lock' or n.startswith('tmp')]
+        gens = ok(obnam(sshd, work / 'home', 'genids', '-r', repo,
+                        '--client-name', 'c')).split()
+        assert len(gens) == 1
+        out = ok(obnam(sshd, work / 'home', 'fsck', '-r', repo))
+        assert out.endswith(b': no problems\n')

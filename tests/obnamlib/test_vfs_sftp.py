@@ -5,11 +5,17 @@ default) and paramiko's own SSH (--pure-paramiko).
 """
 
 import atexit
+import contextlib
 import errno
+import grp
 import os
+import pathlib
 import pwd
+import shutil
+import socket
 import stat
 import subprocess
+import tempfile
 
 import pytest
 
@@ -20,17 +26,48 @@ from tests.sshd_server import SshdServer, generate_key, public_key_line
 
 
 TRANSPORTS = ['openssh', 'paramiko']
-_server = []
+_servers = {}
+IS_ROOT = os.getuid() == 0
 
 
-def shared_sshd():
-    """One sshd for every test in this module (started on first use)."""
-    if not _server:
-        server = SshdServer()
+def shared_sshd(host='127.0.0.1', user=None):
+    """One sshd per address and login user for every test (started on
+    first use)."""
+    key = (host, user)
+    if key not in _servers:
+        server = SshdServer(host=host, user=user)
         server.start()
         atexit.register(server.stop)
-        _server.append(server)
-    return _server[0]
+        _servers[key] = server
+    return _servers[key]
+
+
+def ipv6_loopback():
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(('::1', 0))
+        return True
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def small_tmpfs(path, size='1m'):
+    """A tiny file system at `path` (root only): a disk that fills up."""
+    path.mkdir(exist_ok=True)
+    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=%s,mode=755' % size,
+                    'tmpfs', str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(['umount', str(path)], check=True)
+
+
+def world_readable_dir():
+    """A directory other users can reach (pytest's tmp_path is 0700)."""
+    path = tempfile.mkdtemp(prefix='obnam-sftp-', dir='/tmp')
+    os.chmod(path, 0o755)
+    return pathlib.Path(path)
 
 
 @pytest.fixture(scope='module')
@@ -421,6 +458,20 @@ def test_nothing_listening_is_a_one_line_error(sshd, transport):
     assert one_line(e.value).startswith(ssh_auth.SshConnectError.code)
 
 
+@pytest.mark.skipif(not ipv6_loopback(), reason='no IPv6 loopback')
+def test_ipv6_url(transport, tmp_path):
+    sshd = shared_sshd(host='::1')
+    url = sshd.url(str(tmp_path))
+    assert url.startswith('sftp://%s@[::1]:%d/' % (sshd.user, sshd.port))
+    fs = SftpFS(url, settings_for(sshd, transport))
+    try:
+        fs.write_file('over-ipv6', b'6')
+        assert fs.target.known_hosts_name == '[::1]:%d' % sshd.port
+    finally:
+        fs.close()
+    assert (tmp_path / 'over-ipv6').read_bytes() == b'6'
+
+
 def test_dropped_connection_is_a_clear_error(sshd, transport, remote_dir):
     fs = SftpFS(sshd.url(str(remote_dir)), settings_for(sshd, transport))
     try:
@@ -563,6 +614,31 @@ def test_disk_full_is_a_clear_error(fs):
     assert 'a full disk' in str(e.value)
 
 
+@pytest.mark.skipif(not IS_ROOT, reason='mounting needs root')
+def test_full_disk_is_no_space_left_on_device(fs, remote_dir):
+    """SFTP says only "Failure"; statvfs@openssh.com tells why."""
+    with small_tmpfs(remote_dir / 'small') as small:
+        name = os.fsencode(small / 'big')
+        f = fs.open_write(name)
+        with pytest.raises(errors.ObnamIOError) as e:
+            f.write(b'x' * 2 * 1024 * 1024)
+            f.close()
+        assert str(e.value) == ('RCE08AX: I/O error: %s: 28: No space left '
+                                'on device' % os.fsdecode(name))
+        os.remove(name)
+        with pytest.raises(OSError) as e:
+            fs.write_file('small/chunk', b'y' * 2 * 1024 * 1024)
+        assert e.value.errno == errno.ENOSPC
+        assert e.value.filename == fs.url_of(name[:-3] + b'chunk')
+        assert os.listdir(small) == []      # no temporary file is left
+
+
+def test_storage_errors_name_the_file_by_url(fs, remote_dir):
+    with pytest.raises(FileNotFoundError) as e:
+        fs.read_file('no/such')
+    assert e.value.filename == '%s/no/such' % fs.url
+
+
 def test_byte_counters(fs):
     fs.write_file('f', b'12345')
     fs.read_file('f')
@@ -594,9 +670,31 @@ def test_scandir_gives_bytes_names_and_stats(fs, remote_dir):
     assert fs.lstat(odd).st_ino == st.st_ino
     owner = pwd.getpwuid(local.st_uid).pw_name.encode()
     assert st.st_username == owner
-    assert st.st_groupname is not None
-    assert fs.lstat(odd).st_username is None     # LSTAT carries no names
+    group = grp.getgrgid(local.st_gid).gr_name.encode()
+    assert st.st_groupname == group
     assert fs.readlink(os.fsencode(remote_dir / 'link')) == b'caf'
+
+
+def test_lstat_has_names_and_link_counts_as_a_listing_does(fs, remote_dir):
+    """SFTP v3 attributes lack both; lstat takes them from the parent's
+    listing, as a backup root's metadata needs them."""
+    base = os.fsencode(remote_dir)
+    (remote_dir / 'f').write_bytes(b'1')
+    os.link(remote_dir / 'f', remote_dir / 'hard')
+    (remote_dir / 'd' / 'sub').mkdir(parents=True)
+    owner = pwd.getpwuid(os.getuid()).pw_name.encode()
+    group = grp.getgrgid(os.getgid()).gr_name.encode()
+    for path, nlink in [(base + b'/f', 2), (base + b'/d', 3), (base, 3),
+                        (b'/', os.lstat('/').st_nlink)]:
+        st = fs.lstat(path)
+        assert (st.st_nlink, st.st_username, st.st_groupname) == (
+            nlink, owner if path != b'/' else b'root',
+            group if path != b'/' else b'root'), path
+    # A change of the attributes after the parent was listed is seen.
+    assert fs.lstat(base + b'/hard').st_username == owner
+    if os.getuid() == 0:
+        os.chown(remote_dir / 'f', 65534, 65534)
+        assert fs.lstat(base + b'/f').st_username == b'nobody'
 
 
 def test_stream_read_of_large_file(fs, remote_dir):
