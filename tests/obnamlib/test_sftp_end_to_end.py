@@ -500,3 +500,26 @@ def test_full_disk_on_the_server_stops_the_backup_cleanly(work):
         assert len(gens) == 1
         out = ok(obnam(sshd, work / 'home', 'fsck', '-r', repo))
         assert out.endswith(b': no problems\n')
+
+
+def _home_url(sshd, path):
+    """sftp://USER@HOST:PORT/~/REL for an absolute `path` on the server."""
+    home = pwd.getpwnam(sshd.user).pw_dir
+    if not os.path.isdir(home):
+        home = '/'      # sshd starts such users in /
+    return 'sftp://%s@%s:%d/~/%s' % (sshd.user, sshd.host, sshd.port,
+                                     os.path.relpath(path, home))
+
+
+def test_home_relative_urls_for_repository_and_pull_root(work):
+    sshd = shared_sshd()
+    live = str(work / 'live')
+    repo = _home_url(sshd, str(work / 'repo'))
+    assert '/~/' in repo
+    ok(obnam(sshd, work / 'home', 'backup', '-r', repo, '--client-name',
+             'c', _home_url(sshd, live)))
+    assert (work / 'repo' / 'metadata' / 'format').read_bytes() == b'6\n'
+    ok(obnam(sshd, work / 'home', 'restore', '-r', repo, '--client-name',
+             'c', '--to', str(work / 'restored')))
+    assert manifest(str(work / 'restored') + live, whole_seconds=True) == \
+        manifest(live, whole_seconds=True)
