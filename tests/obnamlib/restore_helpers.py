@@ -107,10 +107,16 @@ def truncate(filename):
 
 def flip_last_bit(filename):
     """One bit of the stored payload changed (bit rot)."""
+    flip_bit(filename, -1)
+
+
+def flip_bit(filename, offset):
+    """Flip the lowest bit of the byte at offset (negative: from the end)."""
     with open(filename, 'r+b') as f:
-        f.seek(-1, os.SEEK_END)
+        f.seek(offset, os.SEEK_END if offset < 0 else os.SEEK_SET)
+        where = f.tell()
         byte = f.read(1)[0]
-        f.seek(-1, os.SEEK_END)
+        f.seek(where)
         f.write(bytes([byte ^ 1]))
 
 

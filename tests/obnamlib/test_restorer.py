@@ -14,6 +14,7 @@ import obnamlib.repo_factory
 import obnamlib.restorer
 import obnamlib.vfs_local
 from obnamlib.live_metadata import encode_xattrs
+from tests.gpg_fixture import reference_gpg_home  # noqa: F401
 from tests.obnamlib import restore_helpers as rh
 from tests.obnamlib.backup_helpers import make_deep, remove_deep
 
@@ -797,3 +798,63 @@ def test_damaged_compressed_chunk_cannot_be_decoded(tmp_path, damage, reason):
         'Failed to restore %s: R70655X: %s: compressed data is damaged: %s'
         % (live / 'a-broken', idpath(chunk_id), reason)]
     assert_all_but_broken_restored(target, live, files, {'a-broken'})
+
+
+def generation_files(repo, gen):
+    """Every regular file's path in a generation with its chunk ids."""
+    pending = [b'/']
+    while pending:
+        path = pending.pop()
+        for name in repo.get_file_children(gen, path):
+            child = path.rstrip(b'/') + b'/' + name
+            if repo.get_metadata(gen, child).isdir():
+                pending.append(child)
+            elif repo.get_metadata(gen, child).isreg():
+                yield child, repo.get_file_chunk_ids(gen, child)
+
+
+# Offsets from the end of the one chunk of file-four-kibibytes (83 bytes:
+# OpenPGP data without integrity protection around Obnam's deflate): a
+# flipped bit there garbles the inner deflate stream, or the OpenPGP packet
+# structure, which the decryptor reports as it can.
+@pytest.mark.parametrize('offset, error', [
+    (-5, 'R70655X: chunks/1277/2680/1984/f9baf814f09fa488: compressed data '
+         'is damaged: Error -3 while decompressing data: '),
+    (-13, 'R5CF1CX: Decryption failed: ')])
+def test_damaged_chunk_in_obnam_1_encrypted_repository(
+        tmp_path, reference_gpg_home, offset, error):
+    """Obnam 1.x's encrypted, deflated repository with one bit flipped in
+    one chunk: the files using it are named, everything else restores
+    exactly as from the undamaged repository."""
+    from tests.obnamlib.fmt_6 import reference_repos as rr
+    rr.unpack(rr.ENCRYPTED, str(tmp_path / 'ref'))
+
+    def open_reference():
+        return obnamlib.repo_factory.open_repository(
+            {'gnupghome': reference_gpg_home.path},
+            url=str(tmp_path / 'ref' / 'repo'))
+
+    repo = open_reference()
+    gen = repo.get_generation_ids('havelock')[-1]
+    restorer(repo, gen, tmp_path / 'good')[0].restore()
+    files = dict(generation_files(repo, gen))
+    chunk_id, = [ids for path, ids in files.items()
+                 if path.endswith(b'/file-four-kibibytes')][0]
+    damaged = sorted(p for p, ids in files.items() if chunk_id in ids)
+    assert len(damaged) == 3     # three files of the same content share it
+    rh.flip_bit(rh.chunk_file(tmp_path / 'ref' / 'repo', chunk_id), offset)
+    repo = open_reference()
+    r, rep = restorer(repo, gen, tmp_path / 'bad')
+    with pytest.raises(obnamlib.restorer.RestoreErrors):
+        r.restore()
+    assert rep.notes == []
+    assert sorted(line.split(': R')[0] for line in rep.errors) == [
+        'Failed to restore %s' % os.fsdecode(p) for p in damaged]
+    for line in rep.errors:
+        assert line.split(': ', 1)[1].startswith(error), line
+    good, bad = facts(tmp_path / 'good'), facts(tmp_path / 'bad')
+    for path in damaged:
+        lost = os.path.relpath(os.fsdecode(path), '/')
+        assert lost in good and lost not in bad
+        del good[lost]
+    assert bad == good
