@@ -19,7 +19,8 @@ class Measurement:
     """The cost of one step of one tool, or why it has none."""
 
     def __init__(self, command, wall=None, cpu=None, rss_kib=None,
-                 repo_bytes=None, server_cpu=None, error=None, same_as=None):
+                 repo_bytes=None, server_cpu=None, error=None, same_as=None,
+                 restored_bytes=None):
         self.command = command
         self.wall = wall
         self.cpu = cpu
@@ -28,6 +29,7 @@ class Measurement:
         self.server_cpu = server_cpu
         self.error = error
         self.same_as = same_as
+        self.restored_bytes = restored_bytes
 
     @property
     def ok(self):

@@ -75,7 +75,7 @@ def fmt(value, spec='%.2f'):
     return '-' if value is None else spec % value
 
 
-def print_mode(mode, descriptions, by_tool, steps):
+def print_mode(mode, descriptions, by_tool, steps, corpus_bytes):
     remote = mode == 'sftp'
     print('== mode %s' % mode)
     for line in descriptions:
@@ -91,7 +91,19 @@ def print_mode(mode, descriptions, by_tool, steps):
     for step in steps:
         for tool, by_step in by_tool.items():
             print(measurement_row(LABELS[step], tool, by_step[step], remote))
+    print_incomplete_restores(by_tool, corpus_bytes)
     print()
+
+
+def print_incomplete_restores(by_tool, corpus_bytes):
+    """A restore that wrote less (or more) than the corpus holds is no
+    fair comparison: say so under the table."""
+    for tool, by_step in by_tool.items():
+        m = by_step.get('restore')
+        if m is None or m.restored_bytes in (None, corpus_bytes):
+            continue
+        print('WARNING: %s restored %d bytes, the corpus holds %d' % (
+            tool, m.restored_bytes, corpus_bytes))
 
 
 def measurement_row(label, tool, m, remote):

@@ -95,9 +95,11 @@ class ToolRun:
         try:
             argv, cwd = self.tool.restore_command(target)
             try:
-                return self._measure(argv, cwd)
+                result = self._measure(argv, cwd)
             except CommandFailed as e:
                 return Measurement(argv, error=str(e))
+            result.restored_bytes = tree_bytes(target)
+            return result
         finally:
             shutil.rmtree(target, ignore_errors=True)
 

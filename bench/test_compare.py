@@ -104,3 +104,14 @@ def test_a_failing_tool_is_reported_and_its_later_steps_skipped(tmp_path):
         'error': 'skipped: its first backup failed'}
     assert 'FAILED  exit 2: obnam: error: no such option' in stdout
     assert 'skipped  its first backup failed' in stdout
+
+
+def test_an_incomplete_restore_is_flagged(capsys):
+    short = measured(1.0)
+    short.restored_bytes = 90
+    full = measured(1.0)
+    full.restored_bytes = 100
+    lib_report.print_incomplete_restores(
+        {'obnam': {'restore': full}, 'borg': {'restore': short}}, 100)
+    assert capsys.readouterr().out == (
+        'WARNING: borg restored 90 bytes, the corpus holds 100\n')
