@@ -66,8 +66,8 @@ def store_tree(repo, root, chunk_size=4096, zero_chunk=None):
 
 def back_up(repo_path, live, chunk_size=4096, **settings):
     """One generation of live (a directory) made by the real backup engine,
-    as client CLIENT; returns (repository, generation id).  settings: repository
-    settings such as compress_with='deflate'."""
+    as client CLIENT; returns (repository, generation id).  settings:
+    repository settings such as compress_with='deflate'."""
     import obnamlib.backup_engine
     import obnamlib.backup_progress
     import obnamlib.vfs_local

@@ -232,7 +232,8 @@ def test_unreadable_metadata_of_a_directory_keeps_its_contents(tmp_path):
         'RDF30DX: %s: RB0D42X: Repository is damaged: metadata of '
         % (live / 'dir'))
     assert failures[1].startswith(
-        'RDF30DX: %s: metadata change: st_mtime_sec' % (live / 'dir' / 'inner'))
+        'RDF30DX: %s: metadata change: st_mtime_sec'
+        % (live / 'dir' / 'inner'))
     assert checked == 5
 
 
@@ -242,7 +243,8 @@ def test_verify_randomly_reports_damage(tmp_path):
     failures, checked = verify_damaged(repo_path, live, randomly=10)
     assert checked == 3
     assert len(failures) == 1
-    assert failures[0].startswith('RDF30DX: %s: R43272X: ' % (live / 'a-broken'))
+    assert failures[0].startswith(
+        'RDF30DX: %s: R43272X: ' % (live / 'a-broken'))
 
 
 def test_unreadable_top_is_one_fatal_error(tmp_path):

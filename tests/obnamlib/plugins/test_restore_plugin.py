@@ -177,7 +177,7 @@ def test_progress_and_summary_formats(tmp_path, backed_up):
         '* duration: 2.0 s (2s)', '* average speed: 50.0 B/s']
 
 
-# --- a damaged repository (issue 7) -------------------------------------------
+# --- a damaged repository (issue 7) ----------------------------------------
 
 ERRORS_AT_END = ('ERROR: RD6259X: There were errors when restoring\n\n'
                  'See previous error messages for details.\n')

@@ -69,7 +69,7 @@ def test_no_paths_and_no_root_setting(tmp_path, backed_up):
         b'ERROR: Setting root has no value, but one is required\n'
 
 
-# --- a damaged repository (issue 7) -------------------------------------------
+# --- a damaged repository (issue 7) ----------------------------------------
 
 @pytest.fixture
 def damaged(tmp_path):
