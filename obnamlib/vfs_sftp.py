@@ -13,17 +13,24 @@ Missing directories are made with every MKDIR of the chain in flight.
 Consistency when the connection dies at any point (format-6.md OPEN-7):
 `write_file` writes a temporary file (`tmp...`, a name larch ignores) and
 renames it over the target with OpenSSH's `posix-rename@openssh.com`, so
-readers see the old or the new file; `create_file` (chunks) renames its
-temporary file with the protocol's own RENAME, which refuses an existing
-target, so it is both atomic and exclusive; locks are exclusive creates
-(SSH_FXF_EXCL).  A dead connection leaves at most a temporary file and the
-locks (removed by force-lock); every later call raises SftpConnectionLost.
+readers see the old or the new file (three round trips: a node file must
+never be seen half-written); `create_file` (chunks) and locks are
+exclusive creates (SSH_FXF_EXCL) in two round trips, as on a local disk: a
+chunk is referenced only after its create returned, so a cut connection
+leaves at worst an unused chunk file, a temporary file and the locks
+(removed by force-lock); every later call raises SftpConnectionLost.
+Errors about repository files name them by sftp:// URL; SFTP's bare
+"Failure" is checked against statvfs@openssh.com to report a full disk.
+
+Every request and round trip is counted (`requests`, `round_trips`) and
+logged when the object is closed or the program exits.
 
 Paths: StorageFS methods take `str` paths relative to the URL's path; the
 live-data methods take `bytes` paths, absolute on the server (relative ones
 are taken relative to the URL's path).
 """
 
+import atexit
 import errno
 import functools
 import logging
@@ -33,7 +40,7 @@ import struct
 import time
 import uuid
 import zlib
-from collections import deque
+from collections import Counter, deque
 
 import paramiko
 from paramiko import sftp as proto
@@ -54,9 +61,16 @@ EXCL_ATTEMPTS = 5         # exclusive creates racing with removals
 WRITES_IN_FLIGHT = 32     # WRITE requests in flight before waiting
 SMALL_PAYLOAD = 64 * 1024  # smaller WRITE data is sent with its header
 FILE_MODE = 0o600
+_TRUNCATE = (proto.SFTP_FLAG_WRITE | proto.SFTP_FLAG_CREATE |
+             proto.SFTP_FLAG_TRUNC)
+_EXCLUSIVE = (proto.SFTP_FLAG_WRITE | proto.SFTP_FLAG_CREATE |
+              proto.SFTP_FLAG_EXCL)
 DIR_MODE = 0o700
 
 log = logging.getLogger(__name__)
+
+_REQUEST_NAMES = {value: name[4:] for name, value in vars(proto).items()
+                  if name.startswith('CMD_') and isinstance(value, int)}
 
 
 class int64(int):
@@ -290,9 +304,16 @@ class SftpFS(VirtualFileSystem):
             self.settings)
         self.delay = _setting_int(self.settings, 'sftp-delay') / 1000.0
         self._replies = _Replies()
+        # Requests sent, by SFTP message name, and the times we waited for
+        # the server: the cost model of every operation (logged at close).
+        self.requests = Counter()
+        self.round_trips = 0
+        self._sent_since_wait = False
+        atexit.register(self.log_requests)
         self._dead = None
         self._known_dirs = set()
         self._listed = (None, {})     # lstat's last parent listing
+        self._fresh_listing = None    # listdir's, until the next request
         self._has_posix_rename = True
         self._has_lsetstat = True
         # A connection handed in stays open when this object is closed.
@@ -353,6 +374,10 @@ class SftpFS(VirtualFileSystem):
         format the whole message into an error text.
         """
         self._check_alive()
+        self._fresh_listing = None
+        self.requests[args[0] if kind == proto.CMD_EXTENDED
+                      else _REQUEST_NAMES.get(kind, kind)] += 1
+        self._sent_since_wait = True
         sftp = self.sftp
         with sftp._lock:
             num = sftp.request_number
@@ -378,6 +403,11 @@ class SftpFS(VirtualFileSystem):
         if self.delay:
             time.sleep(self.delay)
         got = self._replies.got
+        if num not in got and self._sent_since_wait:
+            # The first wait after sending: the rest of what was sent
+            # together comes back in the same round trip.
+            self.round_trips += 1
+            self._sent_since_wait = False
         try:
             while num not in got:
                 self._check_alive()
@@ -500,10 +530,17 @@ class SftpFS(VirtualFileSystem):
 
     @_live_errors(ObnamSystemError)
     def exists(self, path):
-        return self._exists_abs(self._abs(path))
+        full = self._abs(path)
+        known, attrs = self._listed_attrs(full)
+        if known:
+            return attrs is not None
+        return self._exists_abs(full)
 
     @_live_errors(ObnamSystemError)
     def isdir(self, path):
+        known, attrs = self._listed_attrs(self._abs(path))
+        if known:
+            return attrs is not None and stat.S_ISDIR(attrs.st_mode or 0)
         try:
             return stat.S_ISDIR(self.stat(path).st_mode)
         except FileNotFoundError:
@@ -555,9 +592,28 @@ class SftpFS(VirtualFileSystem):
         return [entry for entry in entries if entry[0] not in (b'.', b'..')]
 
     def listdir(self, path):
+        """Names; their attributes (which came along) answer the next
+        isdir/exists of each, as long as nothing else is sent meanwhile:
+        walking a tree with listdir + isdir costs no round trip per stat."""
         full = self._abs(path)
-        return [n.decode('utf-8', 'surrogateescape')
-                for n, _, _ in self._read_dir(full, path)]
+        entries = self._read_dir(full, path)
+        self._fresh_listing = (full, {n: a for n, a, _ in entries})
+        return [n.decode('utf-8', 'surrogateescape') for n, _, _ in entries]
+
+    def _listed_attrs(self, full):
+        """(known, attrs) of `full` from the listing just made: attrs None
+        if it was not there.  Each entry answers once (a caller polling a
+        path must see the server again)."""
+        listing = self._fresh_listing
+        parent, name = os.path.split(full)
+        if listing is None or listing[0] != parent or not name:
+            return False, None
+        attrs = listing[1].pop(name, None)
+        if attrs is None:
+            self._fresh_listing = None
+        elif stat.S_ISLNK(attrs.st_mode or 0):
+            return False, None      # isdir follows links: ask the server
+        return True, attrs
 
     @_live_errors(ObnamSystemError)
     def scandir(self, path):
@@ -628,36 +684,38 @@ class SftpFS(VirtualFileSystem):
     def create_file(self, path, data):
         """Create `path` holding `data`; FileExistsError if it exists.
 
-        Atomic and exclusive: the data goes to a temporary file, then the
-        SFTP protocol's own RENAME, which refuses an existing target
-        (OpenSSH does link + unlink), moves it into place.  So a dropped
-        connection never leaves a partial chunk file.
+        Exclusive (SSH_FXF_EXCL) and two round trips: the OPEN, then every
+        WRITE and the CLOSE.  Like an exclusive create on a local disk (and
+        Obnam 1.x's chunk writes), a connection lost in the middle can leave
+        a short file; chunk files are referenced only after this returns,
+        so such a file is an unused chunk, as after any crash.  A failed
+        write with the connection alive removes the file again.
         """
         full = self._abs(path)
-        tmp = self._write_temp(full, data, path)
+        handle = self._open_exclusive(full, path)
         try:
-            self._call(proto.CMD_RENAME, tmp, full, path=path)
+            self._write_and_close(handle, data, full, path)
         except SftpConnectionLost:
             raise
-        except BaseException as e:
-            self._remove_quietly(tmp)
-            if (isinstance(e, OSError) and e.errno == errno.EIO and
-                    self._exists_abs(full)):
-                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST),
-                                      _fs_path(path))
+        except BaseException:
+            self._remove_quietly(full)
             raise
         self.bytes_written += len(data)
+
+    def _write_and_close(self, handle, data, full, path):
+        """Every WRITE of `data` and the CLOSE in flight at once."""
+        nums = [self._send(proto.CMD_WRITE, handle, int64(offset),
+                           payload=data[offset:offset + CHUNK])
+                for offset in range(0, len(data), CHUNK)]
+        nums.append(self._close_handle(handle, wait=True))
+        self._wait_writes(nums, full, path)
 
     def _write_temp(self, full, data, path):
         """Write `data` to a new temporary file beside `full`; its name."""
         tmp = _temp_name(full)
-        handle = self._create_making_parents(tmp, path)
+        handle = self._create_making_parents(tmp, path, _TRUNCATE)
         try:
-            nums = [self._send(proto.CMD_WRITE, handle, int64(offset),
-                               payload=data[offset:offset + CHUNK])
-                    for offset in range(0, len(data), CHUNK)]
-            nums.append(self._close_handle(handle, wait=True))
-            self._wait_writes(nums, full, path)
+            self._write_and_close(handle, data, full, path)
         except SftpConnectionLost:
             raise
         except BaseException:
@@ -665,11 +723,9 @@ class SftpFS(VirtualFileSystem):
             raise
         return tmp
 
-    def _create_making_parents(self, full, path):
-        """Open a new file; if its directory is missing, make it and retry
-        in the same round trip."""
-        flags = (proto.SFTP_FLAG_WRITE | proto.SFTP_FLAG_CREATE |
-                 proto.SFTP_FLAG_TRUNC)
+    def _create_making_parents(self, full, path, flags):
+        """Open a file for writing; if its directory is missing, make it
+        and retry in the same round trip."""
         try:
             return self._open(full, flags, path)
         except FileNotFoundError:
@@ -808,12 +864,7 @@ class SftpFS(VirtualFileSystem):
         except FileExistsError:
             raise LockFail(lock_name=_fs_path(path),
                            reason='it already exists')
-        content = bytes(content)
-        nums = [self._send(proto.CMD_WRITE, handle, int64(offset),
-                           payload=content[offset:offset + CHUNK])
-                for offset in range(0, len(content), CHUNK)]
-        nums.append(self._close_handle(handle, wait=True))
-        self._wait_writes(nums, full, path)
+        self._write_and_close(handle, bytes(content), full, path)
 
     def _open_exclusive(self, full, path):
         """Open a new file with SSH_FXF_EXCL; FileExistsError if it exists.
@@ -821,17 +872,11 @@ class SftpFS(VirtualFileSystem):
         The server says only "Failure" when the file exists; if it is gone
         by the time we look (its holder just released a lock), try again.
         """
-        flags = (proto.SFTP_FLAG_WRITE | proto.SFTP_FLAG_CREATE |
-                 proto.SFTP_FLAG_EXCL)
-        made_parents = False
         for attempt in range(EXCL_ATTEMPTS):
             try:
-                return self._open(full, flags, path)
+                return self._create_making_parents(full, path, _EXCLUSIVE)
             except FileNotFoundError:
-                if made_parents:
-                    raise
-                self._makedirs_abs(os.path.dirname(full), path)
-                made_parents = True
+                raise
             except OSError as e:
                 if e.errno != errno.EIO:
                     raise
@@ -862,8 +907,7 @@ class SftpFS(VirtualFileSystem):
     @_live_errors(ObnamIOError)
     def open_write(self, path, mode=FILE_MODE):
         full = self._abs(path)
-        flags = (proto.SFTP_FLAG_WRITE | proto.SFTP_FLAG_CREATE |
-                 proto.SFTP_FLAG_TRUNC)
+        flags = _TRUNCATE
         return _PipelinedWriter(self, self._open(full, flags, path, mode),
                                 path, full)
 
@@ -941,8 +985,18 @@ class SftpFS(VirtualFileSystem):
         raise OSError(errno.ENOTSUP, 'SFTP cannot create device files or '
                       'FIFOs', _fs_path(path))
 
+    def log_requests(self):
+        """Log what this object cost (at close, or at exit if the caller
+        never closes it, as repositories do not close their storage)."""
+        atexit.unregister(self.log_requests)
+        log.info('SFTP %s: %d round trips; requests: %s', self.url,
+                 self.round_trips, ', '.join(
+                     '%s %d' % item for item in
+                     sorted(self.requests.items())) or 'none')
+
     def close(self):
         if self.connection is not None:
+            self.log_requests()
             if self.owns_connection:
                 try:
                     self.connection.close()

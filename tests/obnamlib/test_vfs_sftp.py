@@ -890,3 +890,38 @@ def test_lock_released_between_attempt_and_check_is_retried(fs, remote_dir,
     monkeypatch.setattr(fs, '_exists_abs', holder_releases_first)
     fs.lock('lock', b'mine')
     assert (remote_dir / 'lock').read_bytes() == b'mine'
+
+
+def test_round_trips_per_operation(fs, remote_dir):
+    """The cost model the module promises (one round trip is one wait for
+    the server after sending)."""
+    fs.makedirs('d/sub')
+    (remote_dir / 'd' / 'to-sub').symlink_to('sub')
+
+    def cost(operation, *args):
+        before = fs.round_trips
+        result = operation(*args)
+        return fs.round_trips - before, result
+
+    assert cost(fs.create_file, 'd/chunk', os.urandom(3 * 1024 * 1024)) \
+        == (2, None)
+    assert cost(fs.write_file, 'd/node', b'n' * 70000) == (3, None)
+    assert cost(fs.read_file, 'd/node') == (2, b'n' * 70000)
+    assert cost(fs.create_file, 'new/dirs/here/c', b'c') == (3, None)
+    assert cost(fs.lock, 'd/lock') == (2, None)
+    rt, names = cost(fs.listdir, 'd')
+    assert rt == 2 and sorted(names) == ['chunk', 'lock', 'node', 'sub',
+                                         'to-sub']
+    # Stats right after the listing come from it, each once.
+    assert cost(fs.isdir, 'd/sub') == (0, True)
+    assert cost(fs.isdir, 'd/node') == (0, False)
+    assert cost(fs.exists, 'd/lock') == (0, True)
+    assert cost(fs.isdir, 'd/to-sub') == (1, True)      # a link: followed
+    assert cost(fs.exists, 'd/lock') == (1, True)       # asked again
+    fs.listdir('d')
+    (remote_dir / 'd' / 'later').write_bytes(b'')
+    assert cost(fs.exists, 'd/later') == (0, False)     # as listed...
+    assert cost(fs.exists, 'd/later') == (1, True)      # ...then the server
+    fs.listdir('d')
+    fs.remove('d/chunk')
+    assert cost(fs.exists, 'd/node') == (1, True)       # a change: asks
