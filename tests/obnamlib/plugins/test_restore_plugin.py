@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from tests.gpg_fixture import empty_gpg_home  # noqa: F401
 from tests.obnamlib import restore_helpers as rh
 
 OBNAM = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -263,3 +264,22 @@ def test_unreadable_generation_is_one_fatal_error(tmp_path, damaged):
     assert re.match(r'^ERROR: RB0D42X: Repository is damaged: B-tree: .*\n$',
                     result.stderr), result.stderr
     assert result.stdout == ''
+
+
+def test_missing_key_is_one_fatal_error(tmp_path, empty_gpg_home):
+    """Obnam 1.x's encrypted reference repository without its keyring:
+    gpg's complaint, once, and nothing restored."""
+    from tests.obnamlib.fmt_6 import reference_repos as rr
+    rr.unpack(rr.ENCRYPTED, str(tmp_path / 'ref'))
+    result = subprocess.run(
+        [sys.executable, OBNAM, '--no-default-configs', '--client-name',
+         'havelock', '--repository', str(tmp_path / 'ref' / 'repo'),
+         '--gnupghome', empty_gpg_home.path, 'restore', '--to',
+         str(tmp_path / 'x')],
+        capture_output=True, text=True, env=dict(os.environ, LC_ALL='C.UTF-8'))
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        'ERROR: R0C79EX: gpg failed with exit code 2:\n'), result.stderr
+    assert 'Failed to restore' not in result.stderr
+    assert result.stdout == ''
+    assert not (tmp_path / 'x').exists()
