@@ -30,6 +30,8 @@ class Measurement:
         self.error = error
         self.same_as = same_as
         self.restored_bytes = restored_bytes
+        self.wall_min = None    # over --rounds, set by lib_rounds
+        self.wall_max = None
 
     @property
     def ok(self):

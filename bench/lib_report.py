@@ -87,10 +87,15 @@ def print_mode(mode, descriptions, by_tool, steps, corpus_bytes):
         'step', 'tool', 'wall s', 'cpu s', 'RSS MiB', 'repo MiB')
     if remote:
         header += ' %10s' % 'srv cpu s'
+    ranged = any(by_step[step].wall_min is not None
+                 for by_step in by_tool.values() for step in steps)
+    if ranged:
+        header += ' %13s' % 'wall range'
     print(header)
     for step in steps:
         for tool, by_step in by_tool.items():
-            print(measurement_row(LABELS[step], tool, by_step[step], remote))
+            print(measurement_row(LABELS[step], tool, by_step[step], remote,
+                                  ranged))
     print_incomplete_restores(by_tool, corpus_bytes)
     print()
 
@@ -106,7 +111,7 @@ def print_incomplete_restores(by_tool, corpus_bytes):
             tool, m.restored_bytes, corpus_bytes))
 
 
-def measurement_row(label, tool, m, remote):
+def measurement_row(label, tool, m, remote, ranged=False):
     start = '%-20s %-7s' % (label, tool)
     if m.same_as:
         return '%s %9s' % (start, '= ' + LABELS[m.same_as])
@@ -118,6 +123,8 @@ def measurement_row(label, tool, m, remote):
         start, m.wall, m.cpu, m.rss_kib / 1024, m.repo_bytes / 2 ** 20)
     if remote:
         row += ' %10s' % fmt(m.server_cpu)
+    if ranged and m.wall_min is not None:
+        row += ' %13s' % ('%.2f-%.2f' % (m.wall_min, m.wall_max))
     return row
 
 
@@ -195,13 +202,16 @@ def json_document(meta, results, steps, ratios, costs):
     return {
         **meta,
         'steps': {step: LABELS[step] for step in steps},
-        'results': {mode: {tool: {step: m.as_dict()
-                                  for step, m in by_step.items()}
-                           for tool, by_step in by_tool.items()}
-                    for mode, by_tool in results.items()},
+        'results': results_document(results),
         'tool_ratios': ratios,
         'mode_costs': costs,
     }
+
+
+def results_document(results):
+    return {mode: {tool: {step: m.as_dict() for step, m in by_step.items()}
+                   for tool, by_step in by_tool.items()}
+            for mode, by_tool in results.items()}
 
 
 def write_json(path, document):

@@ -113,7 +113,7 @@ class ToolRun:
             self.tool.repo_path), server)
 
 
-def progress(mode, tool, step, result):
+def progress(mode, tool, step, result, round_number=None):
     """One line on stderr as each step finishes: the run takes a while."""
     if result.error:
         what = result.error.splitlines()[0]
@@ -121,5 +121,7 @@ def progress(mode, tool, step, result):
         what = '(same as %s)' % result.same_as
     else:
         what = '%.2f s' % result.wall
-    sys.stderr.write('[%s] %s %s: %s\n' % (mode, tool, LABELS[step], what))
+    where = mode if round_number is None else '%s, round %d' % (
+        mode, round_number)
+    sys.stderr.write('[%s] %s %s: %s\n' % (where, tool, LABELS[step], what))
     sys.stderr.flush()

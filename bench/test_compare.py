@@ -115,3 +115,17 @@ def test_an_incomplete_restore_is_flagged(capsys):
         {'obnam': {'restore': full}, 'borg': {'restore': short}}, 100)
     assert capsys.readouterr().out == (
         'WARNING: borg restored 90 bytes, the corpus holds 100\n')
+
+
+def test_rounds_combine_to_medians_and_any_failure_wins():
+    import lib_rounds
+    rounds = [{'plain': {'obnam': {'first': measured(wall, cpu=wall),
+                                   'check': check}}}
+              for wall, check in ((3.0, measured(1.0)),
+                                  (1.0, Measurement(['o'], error='exit 1')),
+                                  (2.0, measured(1.0)))]
+    combined = lib_rounds.combine(rounds)['plain']['obnam']
+    first = combined['first']
+    assert (first.wall, first.cpu, first.wall_min, first.wall_max) == (
+        2.0, 2.0, 1.0, 3.0)
+    assert combined['check'].error == 'exit 1'
