@@ -8,11 +8,14 @@ broken tool never stops the run.
 """
 
 import os
+import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 TAIL = 1500     # characters of a failed command's output worth keeping
+timeout = 3600  # seconds one command may take; set by --timeout
 
 
 class Measurement:
@@ -49,25 +52,60 @@ class CommandFailed(Exception):
 def run_measured(argv, env=None, cwd=None):
     """Run argv; (wall s, cpu s, peak RSS KiB) of its process tree.
 
-    Raises CommandFailed with the tail of its output if it fails."""
+    Raises CommandFailed with the tail of its output if it fails or runs
+    longer than `timeout` seconds (then its process group is killed)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.monotonic()
         try:
+            # Its own process group, so a hung tool can be killed whole.
             child = subprocess.Popen(argv, env=env, cwd=cwd,
                                      stdin=subprocess.DEVNULL, stdout=out,
-                                     stderr=err)
+                                     stderr=err, start_new_session=True)
         except OSError as e:
             raise CommandFailed('cannot run %s: %s' % (argv[0], e))
-        # wait4: the child's usage plus that of the children it waited for.
-        _, status, usage = os.wait4(child.pid, 0)
+        status, usage, timed_out = _wait(child.pid)
         wall = time.monotonic() - started
         code = os.waitstatus_to_exitcode(status)
+        if timed_out:
+            raise CommandFailed('timed out after %g s (killed)\ncommand: '
+                                '%s\n%s' % (timeout, ' '.join(argv),
+                                            _tail(out, err)))
         if code != 0:
             tail = _tail(out, err)
             lines = tail.splitlines() or ['(no output)']
             raise CommandFailed('exit %d: %s\ncommand: %s\n%s' % (
                 code, lines[-1], ' '.join(argv), tail))
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+
+
+def _wait(pid):
+    """wait4 for pid: (status, rusage of its tree, whether it was killed
+    for taking too long).  Interrupted (^C), it kills the tree first."""
+    fired = threading.Event()
+
+    def kill():
+        fired.set()
+        _kill_group(pid)
+
+    timer = threading.Timer(timeout, kill)
+    timer.start()
+    try:
+        # wait4: the child's usage plus that of the children it waited for.
+        _, status, usage = os.wait4(pid, 0)
+    except BaseException:
+        _kill_group(pid)
+        os.waitpid(pid, 0)
+        raise
+    finally:
+        timer.cancel()
+    return status, usage, fired.is_set()
+
+
+def _kill_group(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def run_quietly(argv, env=None, cwd=None):

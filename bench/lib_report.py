@@ -80,7 +80,7 @@ def print_mode(mode, descriptions, by_tool, steps, corpus_bytes):
     print('== mode %s' % mode)
     for line in descriptions:
         print('   %s' % line)
-    if 'check' in steps:
+    if 'check' in steps or 'verify' in steps:
         print('   %s' % COMMANDS_NOTE)
     print()
     header = '%-20s %-7s %9s %9s %9s %10s' % (

@@ -79,8 +79,9 @@ class ToolRun:
                 return self._measure(argv)
             if step == 'verify':
                 argv = self.tool.verify_command()
-                if argv is None:
+                if argv is None and 'check' in self.results:
                     return Measurement(None, same_as='check')
+                argv = argv or self.tool.check_command()
                 return self._measure(argv)
             raise ValueError('unknown step %r' % step)
         except CommandFailed as e:

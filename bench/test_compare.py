@@ -129,3 +129,11 @@ def test_rounds_combine_to_medians_and_any_failure_wins():
     assert (first.wall, first.cpu, first.wall_min, first.wall_max) == (
         2.0, 2.0, 1.0, 3.0)
     assert combined['check'].error == 'exit 1'
+
+
+def test_a_hung_command_is_killed_and_reported(monkeypatch):
+    import lib_measure
+    monkeypatch.setattr(lib_measure, 'timeout', 0.1)
+    with pytest.raises(lib_measure.CommandFailed) as failure:
+        lib_measure.run_measured(['sh', '-c', 'sleep 1000 & wait'])
+    assert str(failure.value).startswith('timed out after 0.1 s (killed)\n')
