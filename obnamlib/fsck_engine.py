@@ -8,11 +8,15 @@ uses (it exists, its content matches the checksum the indexes record, the
 whole file matches its MD5).  Every problem is one line naming the client,
 generation and path it affects.
 
-Each chunk is read at most once per distinct chunk list: files whose chunk
-list was already verified (the same file in the next generation, a copy)
-are not read again.
+Chunks are read in batches (which may span generations and clients), in
+the order of their file names (so that a disk reads them nearly
+sequentially), and each at most once per batch: a chunk several files of
+a batch use stays in memory until its last use (within a byte limit).  A file whose chunk list and checksum were verified
+in this or the previous generation (an unchanged file, a copy) is not read
+again.  What is kept for the whole run are sets of ids, not per-file data.
 """
 
+import collections
 import dataclasses
 import hashlib
 import struct
@@ -67,14 +71,24 @@ class FsckOptions:
                     or self.ignore_clients)
 
 
+# Files whose chunks are read together, in chunk file name order: a bound
+# on the chunk ids queued, and on the bytes of shared chunks kept in memory.
+BATCH_CHUNK_IDS = 8192
+SHARED_CHUNK_BYTES = 32 * 1024 * 1024
+
+
 @dataclasses.dataclass
 class FsckStats:
     clients: int = 0
     generations: int = 0
     files: int = 0
-    chunks: int = 0
+    chunks: int = 0             # distinct chunks whose content was verified
     problems: int = 0
     fixed: int = 0
+    chunks_total: int = 0       # chunk files in the repository
+    chunk_reads: int = 0        # chunk files read (chunks + re-reads)
+    chunk_bytes: int = 0        # bytes of chunk content read
+    phase: str = ''             # what is being checked now
 
 
 class SilentReporter:
@@ -85,6 +99,18 @@ class SilentReporter:
 
     def checking(self, text):
         pass
+
+    def counted(self, stats):
+        """The counters in stats changed (called often; throttle here)."""
+
+
+@dataclasses.dataclass
+class _QueuedFile:
+    """A regular file whose chunks wait to be read in the next batch."""
+    shown: str
+    metadata: object
+    chunk_ids: list
+    digest: bytes
 
 
 def storage_checker_for(repo, fix):
@@ -104,8 +130,12 @@ class Fsck:
         self.reporter = reporter or SilentReporter()
         self.checker = checker or storage_checker_for(repo, self.options.fix)
         self.stats = FsckStats()
-        self.chunk_ok = {}          # chunk id -> True / problem text
-        self.verified_lists = set()  # digests of chunk lists already read
+        self.verified_chunks = set()  # ids whose content matched its checksum
+        self.bad_chunks = {}        # chunk id -> problem text
+        self.verified_lists = set()  # digests of files verified, this gen
+        self.previous_lists = set()  # ... and in the generation before
+        self.queued = []            # _QueuedFile, read at the next flush
+        self.queued_ids = 0
         self.used = {}              # client name -> chunk ids its files use
 
     def run(self):
@@ -118,10 +148,12 @@ class Fsck:
             if not self.options.skip_generations:
                 for client_name in self._client_names():
                     self._check_client(client_name)
+                self._flush()
             complete = self.walk_problems == 0
             if self.options.checks_everything() and not complete:
                 self._report('unused chunks were not looked for: the '
                              'problems above hide which chunks are in use')
+            self._checking('chunk indexes')
             self._report_all(self.checker.check_chunk_indexes(
                 self.used, remove_unused=self.options.rm_unused and complete,
                 report_unused=self.options.checks_everything() and complete))
@@ -149,11 +181,16 @@ class Fsck:
 
     # --- storage --------------------------------------------------------------
 
+    def _checking(self, text):
+        self.stats.phase = text
+        self.reporter.checking(text)
+        self.reporter.counted(self.stats)
+
     def _storage_checks(self):
-        self.reporter.checking('repository format and keys')
+        self._checking('repository format and keys')
         self._report_all(self.checker.check_format())
         self._report_all(self.checker.check_keys())
-        self.reporter.checking('B-trees')
+        self._checking('B-trees')
         self._report_all(self.checker.check_forests(
             shared=not self.options.skip_shared_b_trees,
             per_client=not self.options.skip_per_client_b_trees,
@@ -186,10 +223,13 @@ class Fsck:
         if self.options.last_generation_only:
             gen_ids = gen_ids[-1:]
         for i, gen_id in enumerate(gen_ids):
-            self.reporter.checking('client %s generation %s (%d/%d)' % (
+            self._checking('client %s generation %s (%d/%d)' % (
                 client_name, self.repo.make_generation_spec(gen_id), i + 1,
                 len(gen_ids)))
             self._check_generation(client_name, gen_id)
+            self.checker.release_generation(gen_id)
+            self.previous_lists = self.verified_lists
+            self.verified_lists = set()
 
     def _check_generation(self, client_name, gen_id):
         self.stats.generations += 1
@@ -220,6 +260,7 @@ class Fsck:
             if metadata is None:
                 continue
             self.stats.files += 1
+            self.reporter.counted(self.stats)
             if metadata.isdir():
                 children = self._children(gen_id, path, where)
                 stack.extend(_join(path, name) for name in reversed(children))
@@ -251,47 +292,83 @@ class Fsck:
     def _check_file(self, client_name, gen_id, path, metadata, where):
         shown = '%s: %s' % (where, _show(path))
         try:
-            data = self.repo.get_file_data(gen_id, path)
-            chunk_ids = (self.repo.get_file_chunk_ids(gen_id, path)
-                         if data is None else [])
+            chunk_ids = self.repo.get_file_chunk_ids(gen_id, path)
+            data = (None if chunk_ids else
+                    self.repo.get_file_data(gen_id, path))
         except (errors.ObnamError, larch.Error) as e:
-            self._walk_problem('%s: chunk list cannot be read: %s' % (shown, _text(e)))
+            self._walk_problem('%s: chunk list cannot be read: %s'
+                               % (shown, _text(e)))
             return
         self.used[client_name].update(chunk_ids)
         if self.options.ignore_chunks:
             return
         if data is not None:
-            self._check_whole_file(shown, metadata, [data])
+            self._check_whole_file(shown, metadata, _WholeFile(data))
             return
-        missing = [c for c in chunk_ids
-                   if c not in self.checker.chunk_ids_on_disk()]
+        on_disk = self._chunk_ids_on_disk()
+        missing = [c for c in chunk_ids if c not in on_disk]
         for chunk_id in missing:
             self._report('%s: chunk %x does not exist' % (shown, chunk_id))
         if missing or self.options.skip_checksums:
             return
         digest = hashlib.md5(struct.pack('!%dQ' % len(chunk_ids), *chunk_ids)
                              + (metadata.md5 or b'')).digest()
-        if digest in self.verified_lists:
+        if self._verified(digest):
             return
-        pieces = self._chunk_contents(shown, chunk_ids)
-        if pieces is not None and self._check_whole_file(shown, metadata,
-                                                         pieces):
-            self.verified_lists.add(digest)
+        self.queued.append(_QueuedFile(shown, metadata, chunk_ids, digest))
+        self.queued_ids += len(chunk_ids)
+        if self.queued_ids >= BATCH_CHUNK_IDS:
+            self._flush()
 
-    def _chunk_contents(self, shown, chunk_ids):
-        """Contents of the chunks in order, or None if one is damaged."""
-        pieces = []
-        for chunk_id in chunk_ids:
-            data, problem = self._read_chunk(chunk_id)
-            if problem is not None:
-                self._report('%s: %s' % (shown, problem))
-                return None
-            pieces.append(data)
-        return pieces
+    def _chunk_ids_on_disk(self):
+        on_disk = self.checker.chunk_ids_on_disk()
+        self.stats.chunks_total = len(on_disk)
+        return on_disk
+
+    def _verified(self, digest):
+        if digest in self.verified_lists:
+            return True
+        if digest in self.previous_lists:
+            self.verified_lists.add(digest)
+            return True
+        return False
+
+    def _flush(self):
+        """Read the queued files' chunks, in chunk file name order."""
+        queued, self.queued, self.queued_ids = self.queued, [], 0
+        order = self.checker.chunk_sort_key
+        queued.sort(key=lambda f: order(f.chunk_ids[0]) if f.chunk_ids
+                    else order(0))
+        shared = _SharedChunks(
+            collections.Counter(c for f in queued for c in f.chunk_ids))
+        for item in queued:
+            if self._verified(item.digest):
+                shared.forget(item.chunk_ids)
+                continue
+            whole = self._chunk_contents(item, shared)
+            if whole is not None and self._check_whole_file(
+                    item.shown, item.metadata, whole):
+                self.verified_lists.add(item.digest)
+
+    def _chunk_contents(self, item, shared):
+        """A _WholeFile of the chunks' contents in order (streamed, so a
+        big file is never in memory), or None if a chunk is damaged."""
+        whole = _WholeFile()
+        for i, chunk_id in enumerate(item.chunk_ids):
+            data = shared.take(chunk_id)
+            if data is None:
+                data, problem = self._read_chunk(chunk_id)
+                if problem is not None:
+                    self._report('%s: %s' % (item.shown, problem))
+                    shared.forget(item.chunk_ids[i + 1:])
+                    return None
+                shared.keep(chunk_id, data)
+            whole.update(data)
+        return whole
 
     def _read_chunk(self, chunk_id):
-        known = self.chunk_ok.get(chunk_id)
-        if isinstance(known, str):
+        known = self.bad_chunks.get(chunk_id)
+        if known is not None:
             return None, known
         try:
             data = self.repo.get_chunk_content(chunk_id)
@@ -300,35 +377,88 @@ class Fsck:
         except (errors.ObnamError, ValueError, OSError) as e:
             return self._chunk_problem(
                 chunk_id, 'chunk %x is corrupted: ' + _text(e).replace('%', '%%'))
-        if known is None:
-            self.stats.chunks += 1
+        self.stats.chunk_reads += 1
+        self.stats.chunk_bytes += len(data)
+        if chunk_id not in self.verified_chunks:
             expected = self.checker.expected_checksum(chunk_id)
             actual = hashlib.md5(data).hexdigest().encode('ascii')
             if expected is not None and expected != actual:
                 return self._chunk_problem(chunk_id, 'chunk %x is corrupted')
-            self.chunk_ok[chunk_id] = True
+            self.verified_chunks.add(chunk_id)
+            self.stats.chunks += 1
+        self.reporter.counted(self.stats)
         return data, None
 
     def _chunk_problem(self, chunk_id, template):
         text = template % chunk_id
-        self.chunk_ok[chunk_id] = text
+        self.bad_chunks[chunk_id] = text
         return None, text
 
-    def _check_whole_file(self, shown, metadata, pieces):
-        size = sum(len(p) for p in pieces)
+    def _check_whole_file(self, shown, metadata, whole):
+        size = whole.size
         ok = True
         if metadata.st_size is not None and size != metadata.st_size:
             self._report('%s: content is %d bytes, metadata says %d'
                          % (shown, size, metadata.st_size))
             ok = False
         if metadata.md5 is not None:
-            md5 = hashlib.md5()
-            for piece in pieces:
-                md5.update(piece)
-            if md5.digest() != metadata.md5:
+            if whole.md5.digest() != metadata.md5:
                 self._report('%s: whole-file checksum mismatch' % shown)
                 ok = False
         return ok
+
+
+class _WholeFile:
+    """Size and MD5 of a file's content, fed one chunk at a time."""
+
+    def __init__(self, data=b''):
+        self.md5 = hashlib.md5(data)
+        self.size = len(data)
+
+    def update(self, data):
+        self.md5.update(data)
+        self.size += len(data)
+
+
+class _SharedChunks:
+    """Contents of chunks that files later in a batch use again.
+
+    uses: chunk id -> how many more times the batch needs it.  A chunk is
+    kept while it is still needed and the byte limit allows; so each chunk
+    is read once per batch unless many big shared chunks are in flight."""
+
+    def __init__(self, uses, limit=None):
+        self.uses = uses
+        self.limit = SHARED_CHUNK_BYTES if limit is None else limit
+        self.kept = {}
+        self.size = 0
+
+    def take(self, chunk_id):
+        """The kept content of a chunk (this use counted), or None."""
+        data = self.kept.get(chunk_id)
+        if data is not None:
+            self._used(chunk_id)
+        return data
+
+    def keep(self, chunk_id, data):
+        """A chunk just read: remember it if it is needed again."""
+        self.uses[chunk_id] -= 1
+        if self.uses[chunk_id] > 0 and self.size + len(data) <= self.limit:
+            self.kept[chunk_id] = data
+            self.size += len(data)
+
+    def forget(self, chunk_ids):
+        """Uses that will not happen (a file skipped or damaged)."""
+        for chunk_id in chunk_ids:
+            if chunk_id in self.kept:
+                self._used(chunk_id)
+            else:
+                self.uses[chunk_id] -= 1
+
+    def _used(self, chunk_id):
+        self.uses[chunk_id] -= 1
+        if self.uses[chunk_id] <= 0:
+            self.size -= len(self.kept.pop(chunk_id))
 
 
 def _join(dirname, basename):

@@ -17,6 +17,7 @@ from obnamlib import errors
 from obnamlib.fmt_6 import keys
 from obnamlib.fmt_6.chunk_indexes import CHUNKLIST, CHUNKSUMS
 from obnamlib.fmt_6.chunk_indexes import TOPLEVELS as CHUNK_DIRS
+from obnamlib.fmt_6.chunk_store import idpath
 from obnamlib.fmt_6.client_forest import ClientForest
 
 CLIENTLIST = 'clientlist'
@@ -147,6 +148,23 @@ class Fmt6Checker:
     def expected_checksum(self, chunk_id):
         """MD5 hex (bytes) the chunk indexes record for a chunk, or None."""
         return self._chunklist().get(chunk_id)
+
+    def release_generation(self, gen_id):
+        """fsck visits each generation once: drop the paths the repository
+        remembered while walking it (up to 100,000 per generation)."""
+        try:
+            generation = self.repo._generation(gen_id)
+        except (larch.Error, errors.ObnamError):
+            return
+        ids = getattr(generation, 'ids', None)
+        if ids is not None:
+            ids.clear()
+
+    @staticmethod
+    def chunk_sort_key(chunk_id):
+        """Chunks read in the order of their file names: nearly sequential
+        on a disk that lays out a directory's files together."""
+        return idpath(chunk_id)
 
     def chunk_ids_on_disk(self):
         if not hasattr(self, '_on_disk'):
