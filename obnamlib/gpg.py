@@ -26,6 +26,15 @@ class GpgMissing(errors.ObnamError):
     msg = 'Cannot run gpg ({reason}); encryption needs GnuPG installed'
 
 
+class UnreadableKeyFile(errors.ObnamError):
+    code = errors.legacy_code('UnreadableKeyFile', 'obnamlib.gpg')
+    msg = ('gpg encrypted a toplevel key as {found}, which GnuPG 2.2 and '
+           'Obnam 1.x cannot read (a recipient key advertises AEAD); nothing '
+           'was written.  Remove AEAD from that key\'s preferences: gpg '
+           '--edit-key KEYID setpref AES256 AES192 AES SHA512 SHA256 ZLIB '
+           'ZIP Uncompressed')
+
+
 def no_secret_key(keyid, gnupghome):
     """The error Obnam 1.x gave (R0C79EX), naming the key and home."""
     return errors.GpgError(
@@ -240,9 +249,37 @@ def encrypt_to_keyring(data, keyring):
             with open(name, 'wb') as f:
                 f.write(key)
             recipients += ['--recipient-file', name]
-        return home.run(['--no-textmode', '--trust-model', 'always',
-                         '--no-encrypt-to', '--no-default-recipient',
-                         '-e'] + recipients, data)
+        encrypted = home.run(
+            ['--no-textmode', '--trust-model', 'always', '--force-mdc',
+             '--no-encrypt-to', '--no-default-recipient', '-e'] + recipients,
+            data)
+    require_rfc4880_packets(encrypted)
+    return encrypted
+
+
+# GnuPG 2.3 and later write OCB (tag 20, or SEIPD version 2) when every
+# recipient key advertises the AEAD feature, and no option of theirs turns
+# that off (--rfc4880 does not; --force-mdc is a no-op since 2.2.8, kept for
+# older gpg).  So we check what gpg wrote instead of trusting options.
+def require_rfc4880_packets(message):
+    """UnreadableKeyFile unless message is PKESK v3 packets followed by one
+    SEIPD v1 packet (RFC 4880 encryption with MDC)."""
+    shapes = [_packet_shape(tag, body)
+              for tag, body in openpgp_packets.iter_packets(message)]
+    pkesks = shapes[:-1]
+    if shapes and shapes[-1] == 'SEIPD v1' and pkesks and \
+            all(shape == 'PKESK v3' for shape in pkesks):
+        return
+    raise UnreadableKeyFile(found=', '.join(shapes) or 'nothing')
+
+
+def _packet_shape(tag, body):
+    names = {openpgp_packets.PKESK: 'PKESK', openpgp_packets.SEIPD: 'SEIPD',
+             openpgp_packets.AEAD: 'AEAD (tag 20)'}
+    name = names.get(tag, 'tag %d' % tag)
+    if tag in (openpgp_packets.PKESK, openpgp_packets.SEIPD) and body:
+        return '%s v%d' % (name, body[0])
+    return name
 
 
 def keyring_add(keyring, key_blob):

@@ -15,6 +15,7 @@ written.
 
 import math
 import os
+import re
 import threading
 
 from obnamlib import errors, gpg, openpgp
@@ -42,6 +43,27 @@ class RepositoryNotEncrypted(errors.ObnamError):
 class ToplevelNotEncrypted(errors.ObnamError):
     code = errors.legacy_code('ToplevelNotEncrypted', 'obnamlib.toplevel_keys')
     msg = 'Toplevel {toplevel} is not encrypted'
+
+
+class BadSymmetricKey(errors.ObnamError):
+    code = errors.legacy_code('BadSymmetricKey', 'obnamlib.toplevel_keys')
+    msg = ('Toplevel {toplevel}: its key file does not hold a symmetric key '
+           'as Obnam writes one (hex text); refusing to use it')
+
+
+# What random_key_text makes: an even number of hex digits (Obnam 1.x
+# wrote lowercase; bits may differ from our --symmetric-key-bits, since
+# another run or another Obnam may have created the toplevel).
+_KEY_TEXT = re.compile(rb'(?:[0-9a-fA-F]{2})+')
+
+
+def valid_key_text(toplevel, plain):
+    """The passphrase text of a decrypted `key` file, or BadSymmetricKey:
+    a foreign or garbled key must not be used as a passphrase."""
+    text = plain.strip(b' \t\r\n')
+    if not _KEY_TEXT.fullmatch(text):
+        raise BadSymmetricKey(toplevel=toplevel)
+    return text.decode('ascii')
 
 
 def random_key_text(bits=256, weak_random=True):
@@ -145,8 +167,8 @@ class ToplevelKeys:
             encrypted = self.base.read_file(self._path(toplevel, KEY))
         except FileNotFoundError:
             return None
-        text = gpg.decrypt(encrypted, self.gnupghome)
-        return text.decode('ascii').strip()
+        plain = gpg.decrypt(encrypted, self.gnupghome)
+        return valid_key_text(toplevel, plain)
 
     def prepare_toplevel(self, toplevel):
         """Create key and userkeys of a new toplevel before its first

@@ -101,3 +101,39 @@ def test_legacy_pubring_with_trust_packets():
     keys = gpg.split_keyring(pubring)
     assert len(keys) == 2
     assert openpgp_packets.TRUST not in packet_tags(b''.join(keys))
+
+
+def packet_shapes(data):
+    return [(tag, body[0]) for tag, body in openpgp_packets.iter_packets(data)]
+
+
+def test_key_encryption_is_rfc4880_with_mdc(gpg_home):
+    keyring = gpg.export_public_key(gpg_home.keys['Alice'], gpg_home.path)
+    encrypted = gpg.encrypt_to_keyring(b'cd' * 32, keyring)
+    # PKESK version 3, then SEIPD version 1 (MDC); never tag 20 (OCB).
+    assert packet_shapes(encrypted) == [(1, 3), (18, 1)]
+    gpg.require_rfc4880_packets(encrypted)
+
+
+def replace_last_packet(message, tag, first_byte):
+    packets = list(openpgp_packets.iter_packets(message))
+    out = b''.join(openpgp_packets.packet(t, bytes(b)) for t, b in packets[:-1])
+    body = bytes([first_byte]) + bytes(packets[-1][1][1:])
+    return out + openpgp_packets.packet(tag, body)
+
+
+def test_aead_key_encryption_is_refused(gpg_home):
+    keyring = gpg.export_public_key(gpg_home.keys['Alice'], gpg_home.path)
+    good = gpg.encrypt_to_keyring(b'ef' * 32, keyring)
+    ocb = replace_last_packet(good, openpgp_packets.AEAD, 1)
+    seipd2 = replace_last_packet(good, openpgp_packets.SEIPD, 2)
+    for bad, shown in [(ocb, 'PKESK v3, AEAD (tag 20)'),
+                       (seipd2, 'PKESK v3, SEIPD v2'),
+                       (b'', 'nothing')]:
+        with pytest.raises(gpg.UnreadableKeyFile) as info:
+            gpg.require_rfc4880_packets(bad)
+        text = str(info.value)
+        assert text.startswith('R88F9FX: gpg encrypted a toplevel key as '
+                               + shown + ', which GnuPG 2.2')
+        assert len(text.splitlines()) == 1
+

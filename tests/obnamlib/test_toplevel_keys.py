@@ -158,3 +158,58 @@ def test_reference_repository_read_and_continued(reference_repo,
     assert len(reference_gpg_home.decrypt(key).stdout) == 64
     _, again = open_fs(reference_repo, None, reference_gpg_home)
     assert again.read_file('99/metadata') == b'new client'
+
+
+def test_key_file_packets_are_readable_by_old_gpg(tmp_path, gpg_home):
+    base, fs = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
+    fs.write_file('chunks/0/0/0/1', b'data')
+    shapes = [(tag, body[0]) for tag, body
+              in openpgp_packets.iter_packets(base.read_file('chunks/key'))]
+    assert shapes == [(1, 3), (18, 1)]      # PKESK v3, SEIPD v1 (MDC)
+
+
+def test_gpg_writing_aead_leaves_repository_untouched(tmp_path, gpg_home,
+                                                      monkeypatch):
+    """What gpg >= 2.3 does for keys advertising AEAD, simulated by
+    turning real gpg output's SEIPD into an OCB packet (tag 20)."""
+    real_run = gpg.run
+
+    def ocb_gpg(args, data=b'', gnupghome=None, passphrase=None):
+        out = real_run(args, data, gnupghome, passphrase)
+        if '-e' not in args:
+            return out
+        packets = list(openpgp_packets.iter_packets(out))
+        return b''.join(openpgp_packets.packet(tag, bytes(body))
+                        for tag, body in packets[:-1]) + \
+            openpgp_packets.packet(openpgp_packets.AEAD, bytes(packets[-1][1]))
+
+    monkeypatch.setattr(gpg, 'run', ocb_gpg)
+    _, fs = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
+    with pytest.raises(gpg.UnreadableKeyFile) as info:
+        fs.write_file('clientlist/metadata', b'm')
+    assert 'AEAD (tag 20)' in str(info.value)
+    assert os.listdir(str(tmp_path)) == []
+
+
+@pytest.mark.parametrize('plain', [
+    b'not hex at all, a foreign passphrase',
+    b'\x00\xff\x10garbage',
+    b'abc',             # odd number of hex digits
+    b'',
+])
+def test_foreign_symmetric_key_is_refused(tmp_path, gpg_home, plain):
+    base, fs = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
+    fs.write_file('chunks/0/0/0/1', b'data')
+    keyring = gpg.export_public_key(gpg_home.keys['Alice'], gpg_home.path)
+    base.write_file('chunks/key', gpg.encrypt_to_keyring(plain, keyring))
+    _, reader = open_fs(tmp_path, None, gpg_home)
+    with pytest.raises(toplevel_keys.BadSymmetricKey) as info:
+        reader.read_file('chunks/0/0/0/1')
+    assert str(info.value) == (
+        'R507C2X: Toplevel chunks: its key file does not hold a symmetric '
+        'key as Obnam writes one (hex text); refusing to use it')
+
+
+def test_key_text_with_trailing_newline_and_other_sizes_accepted():
+    assert toplevel_keys.valid_key_text('x', b'ABCDEF01\n') == 'ABCDEF01'
+    assert toplevel_keys.valid_key_text('x', b'd5' * 16) == 'd5' * 16
