@@ -258,22 +258,29 @@ def test_config_syntax_features(home, tmp_path):
     assert b'\n[other]\nanything = goes\n' in out
 
 
+def config_error(home, conf):
+    """list-formats with a bad configuration file: exit 1, nothing on
+    stdout, one `ERROR: FILE: ` line; returns the rest of that line."""
+    code, out, err = run(['--config', conf, 'list-formats'], home)
+    assert (code, out) == (1, b'')
+    prefix = b'ERROR: %s: ' % conf.encode()
+    assert err.startswith(prefix) and err.count(b'\n') == 1
+    return err[len(prefix):]
+
+
 def test_percent_must_be_doubled(home, tmp_path):
     good = write_config(tmp_path / 'good.conf', '[config]\nkeep = 100%%\n')
     _, out, _ = run(['--config', good, '--dump-config'], home)
     assert dumped(out)['keep'] == '100%'
     bad = write_config(tmp_path / 'bad.conf', '[config]\nkeep = 100%\n')
-    code, out, err = run(['--config', bad, 'list-formats'], home)
-    assert (code, out) == (1, b'')
-    assert err.startswith(b'ERROR: %s: ' % bad.encode())
-    assert err.count(b'\n') == 1
+    assert config_error(home, bad) == \
+        b"'%' must be followed by '%' or '(', found: '%'\n"
 
 
 def test_unknown_config_variable(home, tmp_path):
     conf = write_config(tmp_path / 'u.conf', '[config]\nfrobnicate = 1\n')
-    assert run(['--config', conf, 'list-formats'], home) == (
-        1, b'', b'ERROR: %s: Unknown configuration variable frobnicate\n'
-        % conf.encode())
+    assert config_error(home, conf) == \
+        b'Unknown configuration variable frobnicate\n'
 
 
 def test_unknown_variable_in_other_section_is_fine(home, tmp_path):
@@ -283,24 +290,18 @@ def test_unknown_variable_in_other_section_is_fine(home, tmp_path):
 
 def test_missing_config_file(home, tmp_path):
     missing = str(tmp_path / 'missing.conf')
-    assert run(['--config', missing, 'list-formats'], home) == (
-        1, b'', b'ERROR: %s: No such file or directory\n' % missing.encode())
+    assert config_error(home, missing) == b'No such file or directory\n'
 
 
 def test_missing_section_header(home, tmp_path):
     conf = write_config(tmp_path / 'h.conf', 'repository = /x\n')
-    code, out, err = run(['--config', conf, 'list-formats'], home)
-    assert (code, out) == (1, b'')
-    assert err.startswith(b'ERROR: %s: File contains no section headers'
-                          % conf.encode())
-    assert err.count(b'\n') == 1
+    assert config_error(home, conf).startswith(
+        b'File contains no section headers')
 
 
 def test_bad_integer_in_config_file(home, tmp_path):
     conf = write_config(tmp_path / 'i.conf', '[config]\nlock-timeout = soon\n')
-    assert run(['--config', conf, 'list-formats'], home) == (
-        1, b'', b'ERROR: %s: lock-timeout: not an integer: soon\n'
-        % conf.encode())
+    assert config_error(home, conf) == b'lock-timeout: not an integer: soon\n'
 
 
 def test_aliases_work_as_config_keys(home, tmp_path):
