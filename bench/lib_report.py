@@ -117,7 +117,8 @@ def measurement_row(label, tool, m, remote, ranged=False):
         return '%s %9s' % (start, '= ' + LABELS[m.same_as])
     if m.error:
         if m.error.startswith(SKIPPED):
-            return '%s %9s  %s' % (start, 'skipped', m.error[len(SKIPPED):])
+            reason = m.error[len(SKIPPED):].splitlines()[0]
+            return '%s %9s  %s' % (start, 'skipped', reason)
         return '%s %9s  %s' % (start, 'FAILED', m.error.splitlines()[0][:80])
     row = '%s %9.2f %9.2f %9.1f %10.1f' % (
         start, m.wall, m.cpu, m.rss_kib / 1024, m.repo_bytes / 2 ** 20)

@@ -19,8 +19,9 @@ def combine(rounds):
     if len(rounds) == 1:
         return rounds[0]
     first = rounds[0]
-    return {mode: {tool: {step: combine_step([r[mode][tool][step]
-                                              for r in rounds])
+    return {mode: {tool: {step: combine_step([
+                              r[mode][tool][step] for r in rounds
+                              if step in r[mode][tool]])
                           for step in by_step}
                    for tool, by_step in by_tool.items()}
             for mode, by_tool in first.items()}

@@ -22,7 +22,7 @@ STEPS = (
     ('verify', 'check, verify data'),
 )
 STEP_KEYS = tuple(key for key, _ in STEPS)
-LABELS = dict(STEPS)
+LABELS = dict(STEPS, init='create repository')   # init: failures only
 COMMANDS_NOTE = ('check: obnam fsck, borg check, restic check --read-data; '
                  'verify: borg check --verify-data')
 
@@ -33,8 +33,11 @@ class ToolRun:
     def __init__(self, tool, workdir, setup_error=None):
         self.tool = tool
         self.workdir = workdir
-        self.broken = setup_error
+        self.broken = None
         self.results = {}
+        if setup_error:
+            self.results['init'] = Measurement(None, error=setup_error)
+            self.broken = setup_error.splitlines()[0]
 
     @property
     def sshd(self):
@@ -53,7 +56,9 @@ class ToolRun:
         try:
             run_quietly(argv, env=self.tool.env)
         except CommandFailed as e:
-            self.broken = 'creating the repository failed: %s' % e
+            self.results['init'] = Measurement(argv, error=str(e))
+            self.broken = 'creating the repository failed: %s' % (
+                str(e).splitlines()[0])
 
     def run(self, step, corpus):
         """Run one step; record and return its Measurement."""

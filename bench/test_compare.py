@@ -137,3 +137,26 @@ def test_a_hung_command_is_killed_and_reported(monkeypatch):
     with pytest.raises(lib_measure.CommandFailed) as failure:
         lib_measure.run_measured(['sh', '-c', 'sleep 1000 & wait'])
     assert str(failure.value).startswith('timed out after 0.1 s (killed)\n')
+
+
+def test_a_repository_that_cannot_be_made_is_reported(tmp_path):
+    """A stand-in borg whose `init` fails, as a full disk would make it."""
+    fake = tmp_path / 'bin'
+    fake.mkdir()
+    (fake / 'borg').write_text(
+        '#!/bin/sh\n[ "$1" = init ] && { echo "no room" >&2; exit 2; }\n'
+        'exec /usr/bin/borg "$@"\n')
+    (fake / 'borg').chmod(0o755)
+    out = tmp_path / 'out.json'
+    p = subprocess.run(
+        ['/usr/bin/python3', COMPARE, '--scale', '0.002', '--tools',
+         'obnam,borg', '--steps', 'first', '--json', str(out)],
+        capture_output=True, text=True,
+        env=dict(os.environ, PATH='%s:%s' % (fake, os.environ['PATH'])))
+    assert p.returncode == 0, p.stderr
+    with open(out) as f:
+        borg = json.load(f)['results']['plain']['borg']
+    assert borg['init']['error'].startswith('exit 2: no room\n')
+    assert borg['first'] == {
+        'error': 'skipped: creating the repository failed: exit 2: no room'}
+    assert '-- plain borg create repository\n   exit 2: no room\n' in p.stdout
