@@ -70,6 +70,10 @@ _EMPTY_MD5 = hashlib.md5(b'').digest()
 # Below this size posix_fadvise costs more than the page cache it saves.
 _ADVISE_SIZE = 256 * 1024
 
+# A remote VFS's small files are fetched in batches of this many (or bytes).
+FILE_BATCH = 64
+FILE_BATCH_BYTES = 8 * 1024 * 1024
+
 _S_ISREG = stat_module.S_ISREG
 _S_ISDIR = stat_module.S_ISDIR
 _PLACEHOLDER_DIR = obnamlib.metadata.Metadata(
@@ -127,6 +131,37 @@ def unchanged(old, new):
             old.st_uid == new.st_uid and
             old.st_gid == new.st_gid and
             (old.xattr or b'') == (new.xattr or b''))
+
+
+def _is_unchanged(old, md):
+    return old is not None and unchanged(old, md)
+
+
+class _FileBatch:
+    """Consecutive FILE events collected for a VFS that can prefetch
+    (SFTP): up to FILE_BATCH files, or FILE_BATCH_BYTES of small ones."""
+
+    def __init__(self, fs):
+        self.small = getattr(fs, 'prefetch_size', 0)
+        self.files = []
+        self.small_bytes = 0
+
+    def add(self, path, st):
+        """Keep the event; False if batching is off (handle it now)."""
+        if not self.small:
+            return False
+        self.files.append((path, st))
+        if _S_ISREG(st.st_mode) and st.st_size <= self.small:
+            self.small_bytes += st.st_size
+        return True
+
+    def full(self):
+        return (len(self.files) >= FILE_BATCH or
+                self.small_bytes >= FILE_BATCH_BYTES)
+
+    def take(self):
+        files, self.files, self.small_bytes = self.files, [], 0
+        return files
 
 
 def ancestors(path):
@@ -316,9 +351,15 @@ class BackupEngine:
         self._ensure_ancestors(root)
         seen_root = False
         fake = self._fake_failure if self.options.fail_matching else None
+        batch = _FileBatch(self.fs)
         for kind, path, value, names in walker.walk(
                 self.fs, root, root_st, self.options.exclusions, fake):
             seen_root = True
+            if kind is walker.FILE and batch.add(path, value):
+                if batch.full():
+                    self._backup_files(batch.take())
+                continue
+            self._backup_files(batch.take())
             if kind is walker.FILE:
                 self._backup_nondir(path, value)
                 self._maybe_checkpoint()
@@ -329,6 +370,7 @@ class BackupEngine:
                 self._maybe_checkpoint()
             else:
                 self.progress.error(path, value)
+        self._backup_files(batch.take())
         if not seen_root and self.repo.file_exists(self.gen, root):
             self.repo.remove_file(self.gen, root)
         self._record_ancestors(root)
@@ -391,16 +433,45 @@ class BackupEngine:
 
     # --- non-directories ---------------------------------------------------
 
-    def _backup_nondir(self, path, st):
-        is_reg = _S_ISREG(st.st_mode)
-        self.progress.found(path, st.st_size if is_reg else 0)
+    def _backup_files(self, files):
+        """Back up consecutive non-directories of one directory (a remote
+        VFS's batch: the small changed files are fetched together first)."""
+        if not files:
+            return
+        examined = {}
+        for path, st in files:
+            if _S_ISREG(st.st_mode) and 0 < st.st_size <= \
+                    self.fs.prefetch_size:
+                examined[path] = self._examine(path, st)
+        self.fs.prefetch([path for path, (md, old) in examined.items()
+                          if md is not None and not _is_unchanged(old, md)])
+        for path, st in files:
+            self._backup_nondir(path, st, examined.get(path))
+            self._maybe_checkpoint()
+
+    def _examine(self, path, st):
+        """(live Metadata or None if it cannot be read, stored Metadata)."""
         try:
             md = self._live_metadata(path, st)
         except (OSError, obnamlib.errors.ObnamError) as e:
-            self.progress.error(path, _as_obnam_error(e, path), scanning=True)
-            return
-        old = self._old_metadata(path)
-        if old is not None and unchanged(old, md):
+            walker.reraise_fatal(e)
+            return None, None
+        return md, self._old_metadata(path)
+
+    def _backup_nondir(self, path, st, examined=None):
+        is_reg = _S_ISREG(st.st_mode)
+        self.progress.found(path, st.st_size if is_reg else 0)
+        if examined is not None and examined[0] is not None:
+            md, old = examined
+        else:
+            try:
+                md = self._live_metadata(path, st)
+            except (OSError, obnamlib.errors.ObnamError) as e:
+                self.progress.error(path, _as_obnam_error(e, path),
+                                    scanning=True)
+                return
+            old = self._old_metadata(path)
+        if _is_unchanged(old, md):
             return
         if is_reg:
             try:

@@ -33,6 +33,7 @@ are taken relative to the URL's path).
 import atexit
 import errno
 import functools
+import io
 import logging
 import os
 import stat
@@ -61,6 +62,7 @@ EXCL_ATTEMPTS = 5         # exclusive creates racing with removals
 WRITES_IN_FLIGHT = 32     # WRITE requests in flight before waiting
 SMALL_PAYLOAD = 64 * 1024  # smaller WRITE data is sent with its header
 FILE_MODE = 0o600
+PREFETCH_SIZE = CHUNK - 1  # prefetch reads files up to this size whole
 _TRUNCATE = (proto.SFTP_FLAG_WRITE | proto.SFTP_FLAG_CREATE |
              proto.SFTP_FLAG_TRUNC)
 _EXCLUSIVE = (proto.SFTP_FLAG_WRITE | proto.SFTP_FLAG_CREATE |
@@ -314,6 +316,8 @@ class SftpFS(VirtualFileSystem):
         self._known_dirs = set()
         self._listed = (None, {})     # lstat's last parent listing
         self._fresh_listing = None    # listdir's, until the next request
+        self._prefetched = {}         # path -> content or error (prefetch)
+        self._prefetched_dirs = {}    # path -> scandir result or error
         self._has_posix_rename = True
         self._has_lsetstat = True
         # A connection handed in stays open when this object is closed.
@@ -326,6 +330,10 @@ class SftpFS(VirtualFileSystem):
             self.close()
             raise
         self.root = os.fsdecode(self.root_bytes)
+
+    # Files up to this size are worth a prefetch() (backup_engine batches
+    # them); a VFS without prefetch has none.
+    prefetch_size = PREFETCH_SIZE
 
     def __repr__(self):
         return 'SftpFS(%r)' % self.url
@@ -567,29 +575,59 @@ class SftpFS(VirtualFileSystem):
     def _read_dir(self, full, path, dots=False):
         """[(name, SFTPAttributes, longname)] of `full`, without . and ..
         unless `dots`."""
-        _, msg = self._call(proto.CMD_OPENDIR, full, path=path)
-        handle = msg.get_binary()
-        entries = []
-        try:
-            while True:
-                nums = [self._send(proto.CMD_READDIR, handle)
-                        for _ in range(READDIRS_IN_FLIGHT)]
-                done = False
-                for num in nums:
-                    try:
-                        _, msg = self._wait(num, path)
-                    except EOFError:
-                        done = True
-                        continue
-                    if not done:
-                        entries.extend(_names_from(msg))
-                if done:
-                    break
-        finally:
-            self._close_handle(handle)
+        result = self._read_dirs([full], [path], dots)[0]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def _read_dirs(self, fulls, paths, dots=False):
+        """Several listings with all requests in flight together: every
+        OPENDIR, then READDIRs for every handle (OpenSSH sends up to 100
+        names each) until each says EOF.  For each: the entries, or the
+        OSError."""
+        opens = [self._send(proto.CMD_OPENDIR, full) for full in fulls]
+        results = [[] for _ in fulls]
+        active = []
+        for i, num in enumerate(opens):
+            try:
+                _, msg = self._wait(num, paths[i])
+                active.append((i, msg.get_binary()))
+            except OSError as e:
+                results[i] = e
+        per_handle = READDIRS_IN_FLIGHT if len(fulls) == 1 else 2
+        while active:
+            sent = [(i, handle, [self._send(proto.CMD_READDIR, handle)
+                                 for _ in range(per_handle)])
+                    for i, handle in active]
+            done = [(i, handle) for i, handle, nums in sent
+                    if self._collect_names(nums, results, i, paths[i])]
+            for _, handle in done:
+                self._close_handle(handle)
+            active = [(i, handle) for i, handle, _ in sent
+                      if (i, handle) not in done]
+            per_handle = READDIRS_IN_FLIGHT
         if dots:
-            return entries
-        return [entry for entry in entries if entry[0] not in (b'.', b'..')]
+            return results
+        return [r if isinstance(r, Exception) else
+                [entry for entry in r if entry[0] not in (b'.', b'..')]
+                for r in results]
+
+    def _collect_names(self, nums, results, i, path):
+        """Add the READDIR replies to results[i]; True once it is done."""
+        done = False
+        for num in nums:
+            try:
+                _, msg = self._wait(num, path)
+            except EOFError:
+                done = True
+                continue
+            except OSError as e:
+                results[i] = e
+                done = True
+                continue
+            if not done and not isinstance(results[i], Exception):
+                results[i].extend(_names_from(msg))
+        return done
 
     def listdir(self, path):
         """Names; their attributes (which came along) answer the next
@@ -617,11 +655,24 @@ class SftpFS(VirtualFileSystem):
 
     @_live_errors(ObnamSystemError)
     def scandir(self, path):
-        full = self._abs(path)
-        entries = [(name, RemoteStat(attrs, _join(full, name), longname))
-                   for name, attrs, longname in self._read_dir(full, path)]
-        entries.sort(key=lambda entry: entry[0])
-        return entries
+        listing = self._prefetched_dirs.pop(path, None)
+        if listing is None:
+            full = self._abs(path)
+            listing = _scan_entries(full, self._read_dir(full, path))
+        if isinstance(listing, Exception):
+            raise listing
+        return listing
+
+    def prefetch_listings(self, paths):
+        """List these directories now, together (two round trips for
+        directories of up to 100 entries), for the scandir calls that
+        follow (each once); an error is raised by its scandir."""
+        fulls = [self._abs(path) for path in paths]
+        self._prefetched_dirs.update(
+            (path, result if isinstance(result, Exception) else
+             _scan_entries(full, result))
+            for path, full, result in zip(
+                paths, fulls, self._read_dirs(fulls, paths)))
 
     # --- whole files (StorageFS) ------------------------------------------
 
@@ -900,9 +951,54 @@ class SftpFS(VirtualFileSystem):
 
     @_live_errors(ObnamIOError)
     def open_read(self, path):
+        prefetched = self._prefetched.pop(path, None)
+        if isinstance(prefetched, Exception):
+            raise prefetched
+        if prefetched is not None:
+            return io.BytesIO(prefetched)
         full = self._abs(path)
         handle = self._open(full, proto.SFTP_FLAG_READ, path)
         return _PipelinedReader(self, handle, path)
+
+    def prefetch(self, paths):
+        """Read these files now, for the open_read calls that follow: every
+        OPEN in flight, then two READs each (data and EOF), in two round
+        trips for all.  For small files (up to PREFETCH_SIZE): a larger or
+        growing one is left to open_read's stream; an error is raised by
+        its open_read.  Replaces what an earlier call fetched."""
+        self._prefetched = {}
+        opens = [(path, self._send_open(self._abs(path),
+                                        proto.SFTP_FLAG_READ))
+                 for path in paths]
+        handles = []
+        for path, num in opens:
+            try:
+                _, msg = self._wait(num, path)
+                handles.append((path, msg.get_binary()))
+            except OSError as e:
+                self._prefetched[path] = e
+        reads = [(path, handle,
+                  self._send(proto.CMD_READ, handle, int64(0), CHUNK),
+                  self._send(proto.CMD_READ, handle, int64(CHUNK), CHUNK))
+                 for path, handle in handles]
+        results = [(path, [self._data_or_error(num, path)
+                           for num in (first, second)])
+                   for path, _, first, second in reads]
+        for _, handle in handles:
+            self._close_handle(handle)
+        for path, (data, more) in results:
+            for result in (data, more):
+                if isinstance(result, OSError):
+                    self._prefetched[path] = result
+            if path not in self._prefetched and len(data) < CHUNK and \
+                    not more:
+                self._prefetched[path] = data
+
+    def _data_or_error(self, num, path):
+        try:
+            return _data_or_eof(self, num, path)
+        except OSError as e:
+            return e
 
     @_live_errors(ObnamIOError)
     def open_write(self, path, mode=FILE_MODE):
@@ -1034,6 +1130,14 @@ def _temp_name(full):
                  b'tmp' + uuid.uuid4().hex[:16].encode('ascii'))
 
 
+def _scan_entries(full, raw):
+    """scandir's sorted (name, RemoteStat) list from _read_dir entries."""
+    entries = [(name, RemoteStat(attrs, _join(full, name), longname))
+               for name, attrs, longname in raw]
+    entries.sort(key=lambda entry: entry[0])
+    return entries
+
+
 def _names_from(msg):
     """(filename, attrs, longname) from an SSH_FXP_NAME reply."""
     count = msg.get_int()
@@ -1108,16 +1212,22 @@ class _PipelinedReader:
         self.buffer += piece
         self.pos += len(piece)
         if len(piece) < CHUNK:
-            self._restart_at(self.pos)
+            self._after_short_read()
         else:
             self.window = min(READ_AHEAD, self.window * 2)
 
-    def _restart_at(self, offset):
-        """A short read: drop the requests after it, ask again from here."""
+    def _after_short_read(self):
+        """A short reply is the end of the file if the request after it
+        got EOF (a small file: one round trip); otherwise the server sends
+        less per READ, so drop the requests in flight and ask again from
+        here."""
+        following = []
         while self.pending:
-            off, num = self.pending.popleft()
-            _data_or_eof(self.fs, num, self.path)
-        self.next_offset = offset
+            _, num = self.pending.popleft()
+            following.append(_data_or_eof(self.fs, num, self.path))
+        if following and not following[0]:
+            self.eof = True
+        self.next_offset = self.pos
 
     @_stream_errors
     def read(self, size=-1):

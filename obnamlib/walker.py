@@ -29,6 +29,8 @@ EXIT = 'exit'
 ERROR = 'error'
 
 CACHEDIR_TAG = obnamlib.pathname_excluder.CACHEDIR_TAG
+# Directories listed together on a VFS that prefetches listings.
+LISTING_BATCH = 32
 
 _S_ISDIR = stat_module.S_ISDIR
 
@@ -96,7 +98,7 @@ def walk(vfs, root, root_st, exclusions=None, fake_failure=None):
     directory fail (--testing-fail-matching).
     """
     exclusions = exclusions or Exclusions()
-    lister = _lister(vfs, fake_failure)
+    lister = _Lister(vfs, fake_failure)
     root_dev = root_st.st_dev
     if exclusions.excluded(root, root_st, root_dev):
         return
@@ -121,6 +123,8 @@ def walk(vfs, root, root_st, exclusions=None, fake_failure=None):
         if not _S_ISDIR(st.st_mode):
             yield (FILE, path, st, None)
             continue
+        if lister.prefetch is not None:
+            lister.next_dirs = _next_dirs(frame)
         child, error = _open_dir(vfs, lister, path, st, exclusions, root_dev)
         if child is None:
             frame.names.discard(name)
@@ -131,14 +135,38 @@ def walk(vfs, root, root_st, exclusions=None, fake_failure=None):
         yield (ENTER, path, st, None)
 
 
-def _lister(vfs, fake_failure):
-    if fake_failure is None:
-        return vfs.scandir
+def _next_dirs(frame):
+    """Paths of the directories the frame visits next (its stack's end)."""
+    found = []
+    for name, st in reversed(frame.pending):
+        if len(found) == LISTING_BATCH - 1 or not _S_ISDIR(st.st_mode):
+            break
+        found.append(join(frame.path, name))
+    return found
 
-    def scandir(path):
-        fake_failure(path)
-        return vfs.scandir(path)
-    return scandir
+
+class _Lister:
+    """Lists directories for the walk.  On a VFS that can prefetch
+    listings (SFTP), a directory is listed together with up to
+    LISTING_BATCH - 1 of the directories visited after it (`next_dirs`,
+    set before each call): one round trip for the lot."""
+
+    def __init__(self, vfs, fake_failure):
+        self.vfs = vfs
+        self.fake_failure = fake_failure
+        self.prefetch = getattr(vfs, 'prefetch_listings', None)
+        self.fetched = set()
+        self.next_dirs = []
+
+    def __call__(self, path):
+        if self.fake_failure is not None:
+            self.fake_failure(path)
+        if self.prefetch is not None and path not in self.fetched:
+            batch = [path] + self.next_dirs
+            self.prefetch(batch)
+            self.fetched.update(batch)
+        self.fetched.discard(path)
+        return self.vfs.scandir(path)
 
 
 def _open_dir(vfs, lister, path, st, exclusions, root_dev):

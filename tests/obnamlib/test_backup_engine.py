@@ -916,3 +916,42 @@ def test_lost_connection_at_a_root_is_not_a_missing_root(tmp_path):
 
     with pytest.raises(SftpConnectionLost):
         backup(tmp_path / 'repo', [tmp_path], fs=DeadAtOnce(live_fs()))
+
+
+class Prefetching(Counting):
+    """The real live file system with SftpFS's prefetch interface: records
+    what the engine asks for, and serves it through open_read."""
+
+    prefetch_size = 4096
+
+    def __init__(self, fs):
+        super().__init__(fs)
+        self.prefetched = []
+
+    def prefetch(self, paths):
+        self.prefetched.append(list(paths))
+
+
+def test_remote_small_changed_files_are_prefetched_in_batches(tmp_path):
+    live = tmp_path / 'live'
+    live.mkdir()
+    for i in range(100):
+        (live / ('s%03d' % i)).write_bytes(b'%d' % i)
+    (live / 'big').write_bytes(os.urandom(5000))
+    (live / 'empty').write_bytes(b'')
+    fs = Prefetching(live_fs())
+    backup(tmp_path / 'repo', [live], fs=fs)
+    asked = [path for batch in fs.prefetched for path in batch]
+    small = sorted(os.fsencode(live / ('s%03d' % i)) for i in range(100))
+    assert sorted(asked) == small       # not big, not empty
+    assert max(len(batch) for batch in fs.prefetched) == \
+        backup_engine.FILE_BATCH
+    repo, gens = generations(tmp_path / 'repo')
+    assert_generation_is(repo, gens[-1], live, live_manifest(live))
+    # Unchanged files are neither prefetched nor read.
+    (live / 's007').write_bytes(b'changed')
+    fs = Prefetching(live_fs())
+    backup(tmp_path / 'repo', [live], fs=fs)
+    assert [p for batch in fs.prefetched for p in batch] == [
+        os.fsencode(live / 's007')]
+    assert fs.opened == [os.fsencode(live / 's007')]

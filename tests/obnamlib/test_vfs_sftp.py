@@ -907,6 +907,14 @@ def test_round_trips_per_operation(fs, remote_dir):
         == (2, None)
     assert cost(fs.write_file, 'd/node', b'n' * 70000) == (3, None)
     assert cost(fs.read_file, 'd/node') == (2, b'n' * 70000)
+
+    def stream(path):
+        f = fs.open_read(os.fsencode(remote_dir / path))
+        try:
+            return len(f.read(1024 * 1024)), f.read(1)
+        finally:
+            f.close()
+    assert cost(stream, 'd/node') == (2, (70000, b''))
     assert cost(fs.create_file, 'new/dirs/here/c', b'c') == (3, None)
     assert cost(fs.lock, 'd/lock') == (2, None)
     rt, names = cost(fs.listdir, 'd')
@@ -925,3 +933,60 @@ def test_round_trips_per_operation(fs, remote_dir):
     fs.listdir('d')
     fs.remove('d/chunk')
     assert cost(fs.exists, 'd/node') == (1, True)       # a change: asks
+
+
+def test_prefetch_reads_small_files_together(fs, remote_dir):
+    base = os.fsencode(remote_dir)
+    small = os.urandom(1000)
+    large = os.urandom(vfs_sftp.PREFETCH_SIZE + 1000)
+    (remote_dir / 'small').write_bytes(small)
+    (remote_dir / 'large').write_bytes(large)
+    (remote_dir / 'empty').write_bytes(b'')
+    paths = [base + b'/small', base + b'/large', base + b'/missing',
+             base + b'/empty']
+    before = fs.round_trips
+    fs.prefetch(paths)
+    assert fs.round_trips - before == 2
+    for name, content in [(b'small', small), (b'empty', b'')]:
+        f = fs.open_read(base + b'/' + name)
+        assert f.read() == content
+        f.close()
+    assert fs.round_trips - before == 2
+    with pytest.raises(errors.ObnamIOError) as e:
+        fs.open_read(base + b'/missing')
+    assert str(e.value) == ('RCE08AX: I/O error: %s/missing: 2: No such '
+                            'file or directory' % os.fsdecode(base))
+    f = fs.open_read(base + b'/large')     # too large: streamed
+    assert f.read() == large
+    f.close()
+    # Each prefetched file is served once.
+    (remote_dir / 'small').write_bytes(b'new')
+    assert fs.open_read(base + b'/small').read() == b'new'
+
+
+def test_prefetch_listings_lists_directories_together(fs, remote_dir):
+    base = os.fsencode(remote_dir)
+    (remote_dir / 'few').mkdir()
+    for name in ('a', 'b', 'c'):
+        (remote_dir / 'few' / name).write_bytes(b'')
+    (remote_dir / 'many').mkdir()
+    for i in range(250):
+        (remote_dir / 'many' / str(i)).write_bytes(b'')
+    expected = {name: fs.scandir(base + b'/' + name)
+                for name in (b'few', b'many')}
+    before = fs.round_trips
+    fs.prefetch_listings([base + b'/few', base + b'/many', base + b'/none'])
+    # OPENDIRs; two READDIRs each (200 names at most); the rest of many.
+    assert fs.round_trips - before == 3
+    for name in (b'few', b'many'):
+        listing = fs.scandir(base + b'/' + name)
+        assert [(n, st.st_mode, st.st_size, st.st_username)
+                for n, st in listing] == [
+            (n, st.st_mode, st.st_size, st.st_username)
+            for n, st in expected[name]]
+    assert fs.round_trips - before == 3
+    with pytest.raises(errors.ObnamSystemError) as e:
+        fs.scandir(base + b'/none')
+    assert e.value.errno == errno.ENOENT
+    (remote_dir / 'few' / 'd').write_bytes(b'')
+    assert len(fs.scandir(base + b'/few')) == 4     # served once

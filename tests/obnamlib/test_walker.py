@@ -151,3 +151,58 @@ def test_non_utf8_names_are_kept_as_bytes(tmp_path):
         f.write(b'x')
     files = [p for k, p, _, _ in events(tmp_path) if k == walker.FILE]
     assert files == [os.path.join(os.fsencode(tmp_path), name)]
+
+
+class PrefetchingFS:
+    """The real live file system with a listing prefetch, as SftpFS has:
+    records the batches and serves each prefetched listing once."""
+
+    def __init__(self, fs):
+        self.fs = fs
+        self.batches = []
+        self.listed = []
+        self.fetched = {}
+
+    def __getattr__(self, name):
+        return getattr(self.fs, name)
+
+    def prefetch_listings(self, paths):
+        self.batches.append(list(paths))
+        for path in paths:
+            try:
+                self.fetched[path] = self.fs.scandir(path)
+            except Exception as e:
+                self.fetched[path] = e
+            self.listed.append(path)
+
+    def scandir(self, path):
+        result = self.fetched.pop(path)
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+
+def test_prefetched_listings_give_the_same_walk_listing_each_dir_once(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(walker, 'LISTING_BATCH', 3)
+    for top in ('a', 'b', 'c', 'd'):
+        for sub in ('x', 'y'):
+            (tmp_path / top / sub).mkdir(parents=True)
+            (tmp_path / top / sub / 'f').write_bytes(b'f')
+    os.chmod(tmp_path / 'c', 0)     # as root still listable: fine either way
+    root = os.fsencode(tmp_path)
+    plain = list(walker.walk(live_fs(), root, os.lstat(root)))
+    fs = PrefetchingFS(live_fs())
+    prefetched = list(walker.walk(fs, root, os.lstat(root)))
+    os.chmod(tmp_path / 'c', 0o755)
+    assert [(k, p, getattr(v, 'st_ino', v) if k != walker.ERROR else str(v),
+             n) for k, p, v, n in prefetched] == [
+        (k, p, getattr(v, 'st_ino', v) if k != walker.ERROR else str(v), n)
+        for k, p, v, n in plain]
+    assert sorted(fs.listed) == sorted(
+        p for k, p, _, _ in plain if k == walker.ENTER)
+    assert fs.fetched == {}
+    assert all(len(batch) <= 3 for batch in fs.batches)
+    # Siblings come together: the four top directories in two batches.
+    tops = [b for b in fs.batches if os.path.dirname(b[0]) == root]
+    assert [len(b) for b in tops] == [3, 1]
