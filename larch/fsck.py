@@ -19,17 +19,23 @@ from larch.vfs import LocalFS
 
 
 def check_forest(dirname, vfs=None, key_size=None, fix=False,
-                 node_size=None):
+                 node_size=None, reader=None):
     """Check the forest in dirname; see the module docstring.
 
     node_size is the limit node sizes are checked against; by default the
-    one stored in the forest's metadata.
+    one stored in the forest's metadata.  reader: the same forest as the
+    caller has it open for reading (not with fix): the check then fills
+    that forest's node cache as it reads, so that the caller's own
+    lookups afterwards need not read the nodes again.
     """
     if vfs is None:
         vfs, prefix = LocalFS(dirname), '.'
     else:
         prefix = dirname.rstrip('/') or '.'
     problems = _journal_problems(vfs, prefix, dirname, fix)
+    if reader is not None and not fix:
+        return problems + check_open_forest(reader, node_size=node_size,
+                                            keep_nodes=True)
     try:
         forest = Forest(vfs, prefix, str(dirname), key_size, node_size,
                         fix, None)
@@ -77,10 +83,14 @@ class _Walk:
         self.first_keys = {}
 
 
-def check_open_forest(forest, fix=False, node_size=None):
-    """Check an already opened forest (fix needs it opened for writing)."""
+def check_open_forest(forest, fix=False, node_size=None, keep_nodes=False):
+    """Check an already opened forest (fix needs it opened for writing).
+
+    Each reachable node is read and decoded once, however many trees share
+    it; with keep_nodes the decoded nodes also go into the forest's node
+    cache (as far as it holds them) for the forest's later users."""
     limit = node_size or forest.stored_node_size or forest.node_size
-    walk = _walk_forest(forest, limit)
+    walk = _walk_forest(forest, limit, keep_nodes)
     roots = [t.root_id for t in forest.trees]
     problems = []
 
@@ -122,7 +132,7 @@ def check_open_forest(forest, fix=False, node_size=None):
     return problems
 
 
-def _walk_forest(forest, limit):
+def _walk_forest(forest, limit, keep_nodes=False):
     walk = _Walk()
     store = forest.node_store
     key_size = forest.key_size
@@ -143,6 +153,8 @@ def _walk_forest(forest, limit):
         except Exception as e:  # a node that cannot be read is damaged
             walk.damaged.append((node_id, _reason(e)))
             continue
+        if keep_nodes:
+            _keep(store, node_id, node)
         for message in _node_problems(node, len(data), limit, lo, hi,
                                       is_root):
             walk.bad.append((node_id, message))
@@ -158,6 +170,13 @@ def _walk_forest(forest, limit):
             queue.append((child_id, node_id, keys[i], bound, False))
     _check_first_keys(walk)
     return walk
+
+
+def _keep(store, node_id, node):
+    """Put a node just read into the store's cache, as a lookup would."""
+    if node_id not in store.cache:
+        store.cache[node_id] = node
+        store._evict()
 
 
 def _reason(error):

@@ -336,6 +336,10 @@ class Fsck:
     def _flush(self):
         """Read the queued files' chunks, in chunk file name order."""
         queued, self.queued, self.queued_ids = self.queued, [], 0
+        if not queued:
+            return
+        walking = self.stats.phase
+        self._checking('the chunks of %d file(s)' % len(queued))
         order = self.checker.chunk_sort_key
         queued.sort(key=lambda f: order(f.chunk_ids[0]) if f.chunk_ids
                     else order(0))
@@ -349,6 +353,7 @@ class Fsck:
             if whole is not None and self._check_whole_file(
                     item.shown, item.metadata, whole):
                 self.verified_lists.add(item.digest)
+        self._checking(walking)
 
     def _chunk_contents(self, item, shared):
         """A _WholeFile of the chunks' contents in order (streamed, so a

@@ -117,7 +117,33 @@ class Fmt6Checker:
             return []
         return larch.fsck.check_forest(dirname, vfs=self.repo.fs,
                                        key_size=key_size, fix=self.fix,
-                                       node_size=self.repo.node_size)
+                                       node_size=self.repo.node_size,
+                                       reader=self._reader_of(dirname))
+
+    def _reader_of(self, dirname):
+        """The repository's own read-only forest for dirname, or None.
+
+        Checking through it leaves the nodes in its cache, so the walk over
+        generations and the index checks that follow read each node once
+        (as long as the forest fits in the cache).  When it cannot be
+        opened, larch's check opens the forest itself and says why."""
+        if self.fix:
+            return None
+        try:
+            if dirname == CLIENTLIST:
+                self.repo.client_list._reader()
+                return self.repo.client_list.forest
+            if dirname in (CHUNKLIST, CHUNKSUMS):
+                indexes = self.repo.indexes
+                indexes._readers()
+                return (indexes.list_forest if dirname == CHUNKLIST
+                        else indexes.sums_forest)
+            for name, client_id in self._client_ids().items():
+                if str(client_id) == dirname:
+                    return self.repo._open_client(name).forest
+        except Exception:   # storage filters raise their own errors
+            return None
+        return None
 
     def _name_generations(self, client_name, client_id, problems):
         """Say 'client C' and generation ids instead of directory and roots."""

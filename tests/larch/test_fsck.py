@@ -157,3 +157,32 @@ def test_local_forest_problems_name_the_directory(tmp_path):
     assert check_forest(path, key_size=4) == [
         'forest %s: node %d (trees %d): refcount is 3, should be 1'
         % (path, leaf_id, tree.root_id)]
+
+
+def open_reader(vfs):
+    return larch.open_forest(dirname='f', key_size=4, node_size=128,
+                             vfs=vfs, cache_size=1000)
+
+
+def test_checking_through_a_reader_leaves_every_node_in_its_cache():
+    vfs, forest, tree, clone = two_trees()
+    reader = open_reader(vfs)
+    reads = []
+    read_file = vfs.read_file
+    vfs.read_file = lambda path: reads.append(path) or read_file(path)
+    assert check_forest('f', vfs, 4, node_size=128, reader=reader) == []
+    checked = [r for r in reads if '/nodes/' in r]
+    assert checked and len(checked) == len(set(checked))
+    del reads[:]
+    for t in reader.trees:
+        assert len(list(t.lookup_range(key(0), key(2000)))) in (100, 101)
+    assert [r for r in reads if '/nodes/' in r] == []
+
+
+def test_a_reader_finds_what_an_own_forest_finds():
+    vfs, forest, tree, clone = two_trees()
+    victim = leaf_shared_by_both(forest, tree)
+    vfs.remove('f/' + node_path(victim))
+    assert check_forest('f', vfs, 4, node_size=128,
+                        reader=open_reader(vfs)) == check(vfs)
+    assert check(vfs)

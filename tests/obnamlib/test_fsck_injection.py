@@ -12,6 +12,7 @@ the fault is injected into the copy; then:
 * for a damaged chunk, fsck names every file that uses it.
 """
 
+import collections
 import contextlib
 import hashlib
 import os
@@ -410,3 +411,189 @@ def test_unused_chunk_is_reported_and_removed(pristine, tmp_path):
     assert not os.path.exists(stray)
     assert check(copy) == []
     assert read_everything(copy) == expected
+
+
+# --- how much fsck reads ------------------------------------------------------
+
+def counted_check(path, **options):
+    """fsck's problems and counters, and how often it read each file."""
+    repo = open_repo(path)
+    reads = collections.Counter()
+    order = []
+    read_file = repo.fs.read_file
+
+    def counting(rel):
+        reads[rel] += 1
+        order.append(rel)
+        return read_file(rel)
+
+    repo.fs.read_file = counting
+    try:
+        fsck = fsck_engine.Fsck(repo, fsck_engine.FsckOptions(**options))
+        return fsck.run(), fsck.stats, reads, order
+    finally:
+        repo.close()
+
+
+def node_files(repo, forests):
+    return sorted(f for forest in forests
+                  for f in files_under(str(repo), forest, 'nodes'))
+
+
+def chunk_reads(reads):
+    return [r for r in reads if r.startswith('chunks/')]
+
+
+def test_a_full_check_reads_every_node_and_chunk_exactly_once(pristine):
+    repo, _ = pristine
+    problems, stats, reads, order = counted_check(repo)
+    assert problems == []
+    forests = list(SHARED_FORESTS) + client_forests(str(repo))
+    nodes = node_files(repo, forests)
+    chunks = files_under(str(repo), 'chunks', 'chunks')
+    assert sorted(r for r in reads if '/nodes/' in r) == nodes
+    assert sorted(chunk_reads(reads)) == chunks
+    # The client list is read once more before checking starts: taking
+    # the clients' locks needs their ids.
+    assert {reads[r] for r in nodes + chunks
+            if not r.startswith('clientlist/')} == {1}
+    assert stats.chunks == stats.chunk_reads == stats.chunks_total \
+        == len(chunks)
+    assert stats.chunk_bytes == sum(
+        os.path.getsize(os.path.join(repo, c)) for c in chunks) or \
+        stats.chunk_bytes > 0      # stored deflated: content is bigger
+
+
+def rising(names):
+    """The share of neighbours in increasing order."""
+    return sum(1 for a, b in zip(names, names[1:]) if a < b) / \
+        (len(names) - 1)
+
+
+def test_chunks_are_read_in_the_order_the_format_asks_for(pristine,
+                                                           monkeypatch):
+    repo, _ = pristine
+    _, _, _, order = counted_check(repo)
+    assert rising(chunk_reads(order)) >= 0.9
+    # The order is the checker's (file names for format 6), not the walk's.
+    from obnamlib.fmt_6.fsck_checks import Fmt6Checker
+    monkeypatch.setattr(Fmt6Checker, 'chunk_sort_key',
+                        staticmethod(lambda chunk_id: -chunk_id))
+    problems, _, _, order = counted_check(repo)
+    assert problems == []
+    assert rising(chunk_reads(order)) <= 0.75     # files ascend inside
+
+
+def test_small_batches_still_name_every_user_of_a_damaged_chunk(
+        pristine, monkeypatch):
+    repo, _ = pristine
+    monkeypatch.setattr(fsck_engine, 'BATCH_CHUNK_IDS', 3)
+    monkeypatch.setattr(fsck_engine, 'SHARED_CHUNK_BYTES', 0)
+    assert check(repo) == []
+    chunk_files = files_under(str(repo), 'chunks', 'chunks')
+    for rel in chunk_files[::max(1, len(chunk_files) // 4)]:
+        with injected(str(repo), flip, rel, rel):
+            report = check(repo)
+            assert_chunk_users_named(repo, rel, report)
+
+
+def test_skip_checksums_reads_no_chunk_but_finds_missing_ones(pristine):
+    repo, _ = pristine
+    problems, stats, reads, _ = counted_check(repo, skip_checksums=True)
+    assert problems == [] and chunk_reads(reads) == []
+    assert stats.chunk_reads == 0 and stats.files > 0
+    rel = files_under(str(repo), 'chunks', 'chunks')[0]
+    with injected(str(repo), flip, rel, rel):
+        assert check(repo, skip_checksums=True) == []
+    with injected(str(repo), delete, rel, rel):
+        report = check(repo, skip_checksums=True)
+        assert_chunk_users_named(repo, rel, report)
+
+
+def test_ignore_chunks_reads_no_chunk_and_names_no_file(pristine):
+    repo, _ = pristine
+    problems, stats, reads, _ = counted_check(repo, ignore_chunks=True)
+    assert problems == [] and chunk_reads(reads) == []
+    rel = files_under(str(repo), 'chunks', 'chunks')[0]
+    chunk_id = int(os.path.basename(rel), 16)
+    with injected(str(repo), delete, rel, rel):
+        report = check(repo, ignore_chunks=True)
+    # Only the chunk indexes notice; no file's chunks were looked at.
+    assert report and all(line.startswith(('chunklist:', 'chunksums:'))
+                          for line in report), report
+    assert all('%x' % chunk_id in line for line in report)
+
+
+def test_last_generation_only_walks_one_generation_per_client(pristine):
+    repo, _ = pristine
+    _, full, _, _ = counted_check(repo)
+    problems, last, reads, _ = counted_check(repo,
+                                             last_generation_only=True)
+    assert problems == []
+    assert (full.clients, full.generations) == (2, 4)
+    assert (last.clients, last.generations) == (2, 2)
+    assert last.files < full.files
+    assert 0 < last.chunk_reads < full.chunk_reads
+    assert {reads[r] for r in chunk_reads(reads)} == {1}
+    # A chunk only the older generations use is not read.
+    old_only = chunks_of_older_generations_only(repo)
+    assert old_only
+    assert not set(chunk_reads(reads)) & old_only
+
+
+def chunks_of_older_generations_only(path):
+    from obnamlib.fmt_6.chunk_store import idpath
+    repo = open_repo(path)
+    try:
+        old, newest = set(), set()
+        for client in CLIENTS:
+            gens = repo.get_generation_ids(client)
+            for gen in gens:
+                used = set(c for f in files_of(repo, gen)
+                           for c in repo.get_file_chunk_ids(gen, f))
+                (newest if gen == gens[-1] else old).update(used)
+        return {idpath(c) for c in old - newest}
+    finally:
+        repo.close()
+
+
+def test_ignore_client_reads_nothing_of_that_client(pristine):
+    repo, _ = pristine
+    problems, stats, reads, _ = counted_check(repo, ignore_clients=('beta',))
+    assert problems == []
+    assert stats.clients == 1
+    opened = open_repo(repo)
+    try:
+        beta_dir = str(opened.get_client_id('beta'))
+    finally:
+        opened.close()
+    assert not [r for r in reads if r.startswith(beta_dir + '/nodes/')]
+    # Damage to beta's forest is not looked for.
+    rel = files_under(str(repo), beta_dir, 'nodes')[0]
+    with injected(str(repo), flip, rel, rel):
+        assert check(repo, ignore_clients=('beta',)) == []
+        assert check(repo)
+
+
+def test_the_engine_says_what_it_checks_in_order(pristine):
+    class Recording(fsck_engine.SilentReporter):
+        def __init__(self):
+            self.phases = []
+
+        def checking(self, text):
+            self.phases.append(text)
+
+    repo = open_repo(pristine[0])
+    reporter = Recording()
+    try:
+        fsck_engine.Fsck(repo, reporter=reporter).run()
+        gens = {c: [repo.make_generation_spec(g)
+                    for g in repo.get_generation_ids(c)] for c in CLIENTS}
+    finally:
+        repo.close()
+    walked = ['client %s generation %s (%d/2)' % (c, g, i + 1)
+              for c in CLIENTS for i, g in enumerate(gens[c])]
+    assert reporter.phases == [
+        'repository format and keys', 'B-trees'] + walked + [
+        'the chunks of %d file(s)' % int(reporter.phases[-3].split()[3]),
+        walked[-1], 'chunk indexes']

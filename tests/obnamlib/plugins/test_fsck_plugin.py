@@ -2,7 +2,9 @@
 to the encryption keys (the one kind of file only encrypted repositories
 have; tests/obnamlib/test_fsck_injection.py covers the rest)."""
 
+import io
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -85,3 +87,137 @@ def test_damaged_key_files_are_reported(reference_repos, reference_gpg_home,
         lines[-1]
     shown = 'client havelock' if toplevel == 'client' else toplevel
     assert any(shown in line for line in lines[:-1]), lines
+
+
+# --- the progress display ------------------------------------------------------
+
+from obnamlib import fsck_engine, ui  # noqa: E402
+from obnamlib.plugins import fsck_plugin  # noqa: E402
+
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))))
+
+
+def test_progress_line_names_the_work_and_the_counts():
+    stats = fsck_engine.FsckStats(files=1200, chunks=300, chunks_total=900,
+                                  chunk_bytes=12 * 1024 * 1024,
+                                  phase='client c generation 5 (1/2)')
+    assert fsck_plugin.progress_line(stats, 3723.5) == (
+        '01h02m03s Checking client c generation 5 (1/2): 1200 files, '
+        '300/900 chunks, 12.00 MiB')
+    early = fsck_engine.FsckStats(phase='B-trees')
+    assert fsck_plugin.progress_line(early, 0) == \
+        '00h00m00s Checking B-trees: 0 files'
+
+
+class FakeClock:
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_reporter_redraws_at_most_ten_times_a_second_and_on_each_phase():
+    progress = ui.RecordingProgress()
+    user = ui.UserInterface(stdout=io.StringIO(), stderr=io.StringIO(),
+                            progress=progress)
+    clock = FakeClock()
+    reporter = fsck_plugin.UiReporter(user, progress, clock=clock)
+    stats = fsck_engine.FsckStats(phase='B-trees')
+    reporter.checking('B-trees')
+    reporter.counted(stats)
+    stats.files = 5
+    clock.now += 0.05
+    reporter.counted(stats)             # too soon: not drawn
+    clock.now += 0.06
+    reporter.counted(stats)
+    stats.phase = 'chunk indexes'
+    reporter.checking('chunk indexes')
+    reporter.counted(stats)             # a new phase shows at once
+    assert progress.lines == [
+        '00h00m00s Checking B-trees: 0 files',
+        '00h00m00s Checking B-trees: 5 files',
+        '00h00m00s Checking chunk indexes: 5 files']
+    assert user.stdout.getvalue() == user.stderr.getvalue() == ''
+
+
+@pytest.fixture(scope='module')
+def small_repo(tmp_path_factory):
+    base = tmp_path_factory.mktemp('fsck-progress')
+    live = base / 'live'
+    (live / 'dir').mkdir(parents=True)
+    (live / 'dir' / 'file').write_bytes(b'some content\n' * 1000)
+    (live / 'empty').write_bytes(b'')
+    repo = base / 'repo'
+    subprocess.run([OBNAM, '--no-default-configs', '-r', str(repo),
+                    '--client-name=c', '--quiet', 'backup', str(live)],
+                   check=True, capture_output=True)
+    return repo
+
+
+def run_on_terminal(tmp_path, argv):
+    """Run argv with a pseudo-terminal as its controlling terminal and
+    stdout/stderr in files: (terminal bytes, stdout, stderr, exit code)."""
+    import pty
+    out_path, err_path = str(tmp_path / 'out'), str(tmp_path / 'err')
+    pid, fd = pty.fork()
+    if pid == 0:    # pragma: no cover (child)
+        import fcntl
+        import struct
+        import termios
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack('HHHH', 24, 100, 0, 0))
+        for target, path in ((1, out_path), (2, err_path)):
+            fd_out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            os.dup2(fd_out, target)
+        os.execve('/usr/bin/python3', ['python3'] + argv,
+                  {'TERM': 'xterm', 'PATH': '/usr/bin:/bin'})
+    terminal = b''
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        terminal += chunk
+    _, status = os.waitpid(pid, 0)
+    with open(out_path, 'rb') as f, open(err_path, 'rb') as g:
+        return terminal, f.read(), g.read(), os.waitstatus_to_exitcode(status)
+
+
+def fsck_argv(repo, *args):
+    return [OBNAM, '--no-default-configs', '-r', str(repo), '--log=none',
+            'fsck'] + list(args)
+
+
+def test_progress_is_drawn_on_the_terminal_only(small_repo, tmp_path):
+    terminal, stdout, stderr, code = run_on_terminal(tmp_path,
+                                                     fsck_argv(small_repo))
+    assert code == 0, stderr
+    # ttystatus draws at most every 0.1 s; its last state is always drawn.
+    assert re.search(rb'\d\dh\d\dm\d\ds Checking chunk indexes: \d+ files, '
+                     rb'1/1 chunks, 12\.7 KiB', terminal), terminal
+    assert stderr == b''
+    without = subprocess.run(fsck_argv(small_repo), capture_output=True,
+                             start_new_session=True)
+    assert stdout == without.stdout
+    assert stdout.count(b'\n') == 1 and stdout.endswith(b': no problems\n')
+
+
+def test_quiet_draws_nothing_on_the_terminal(small_repo, tmp_path):
+    terminal, stdout, stderr, code = run_on_terminal(
+        tmp_path, fsck_argv(small_repo, '--quiet'))
+    assert (terminal, stderr, code) == (b'', b'', 0)
+
+
+def test_without_a_terminal_output_is_only_the_summary(small_repo):
+    result = subprocess.run(fsck_argv(small_repo), capture_output=True,
+                            start_new_session=True, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0
+    assert result.stderr == b''
+    assert result.stdout.count(b'\n') == 1
+    assert result.stdout.startswith(b'fsck checked 1 client(s), '
+                                    b'1 generation(s), ')
+    assert result.stdout.endswith(b': no problems\n')
