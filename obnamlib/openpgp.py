@@ -14,6 +14,7 @@ integrity check; CAST5 in 2012-2014 repositories), compressed packets
 """
 
 import bz2
+import functools
 import hashlib
 import hmac
 import logging
@@ -88,6 +89,14 @@ def _cfb(cipher_id, key, iv):
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         return Cipher(_algorithm(cipher_id, key), modes.CFB(iv))
+
+
+@functools.lru_cache(maxsize=64)
+def _zero_iv_cfb(cipher_id, key):
+    """The CFB cipher with a zero IV that SKESK and SEIPD packets use:
+    built once per key (building one costs as much as encrypting a few
+    KiB), each message then takes its own encryptor or decryptor."""
+    return _cfb(cipher_id, key, b'\0' * block_size(cipher_id))
 
 
 # --- S2K (RFC 4880 §3.7) ------------------------------------------------
@@ -203,7 +212,7 @@ def _encrypt_seipd(key, data):
     sha.update(literal)
     sha.update(data)
     sha.update(_MDC_HEADER)
-    encryptor = _cfb(AES256, key, b'\0' * 16).encryptor()
+    encryptor = _zero_iv_cfb(AES256, key).encryptor()
     parts = [encryptor.update(prefix + literal), encryptor.update(data),
              encryptor.update(_MDC_HEADER + sha.digest()),
              encryptor.finalize()]
@@ -223,7 +232,7 @@ def _skesk_key(body, passphrase, cache):
     encrypted = body[pos:]
     if not encrypted:
         return cipher_id, kek
-    decryptor = _cfb(cipher_id, kek, b'\0' * block_size(cipher_id)).decryptor()
+    decryptor = _zero_iv_cfb(cipher_id, kek).decryptor()
     plain = decryptor.update(encrypted) + decryptor.finalize()
     session_cipher = plain[0]
     if session_cipher not in CIPHERS or \
@@ -236,7 +245,7 @@ def _decrypt_seipd(body, cipher_id, key):
     if not body or body[0] != 1:
         raise OpenPgpFormatError(reason='unsupported SEIPD version')
     bs = block_size(cipher_id)
-    decryptor = _cfb(cipher_id, key, b'\0' * bs).decryptor()
+    decryptor = _zero_iv_cfb(cipher_id, key).decryptor()
     plain = memoryview(decryptor.update(body[1:]))
     if len(plain) < bs + 2 + 22:
         raise OpenPgpFormatError(reason='encrypted packet is too short')
@@ -262,7 +271,7 @@ def _decrypt_sed(body, cipher_id, key):
     bs = block_size(cipher_id)
     if len(body) < bs + 2:
         raise OpenPgpFormatError(reason='encrypted packet is too short')
-    first = _cfb(cipher_id, key, b'\0' * bs).decryptor()
+    first = _zero_iv_cfb(cipher_id, key).decryptor()
     prefix = first.update(body[:bs + 2])
     if prefix[bs - 2:bs] != prefix[bs:bs + 2]:
         raise DecryptionFailed(reason='wrong passphrase')
