@@ -166,7 +166,7 @@ class Fsck:
     def _report(self, text):
         self.problems.append(text)
         self.stats.problems += 1
-        if text.endswith('[fixed]') or text.endswith('; deleting'):
+        if is_fixed(text):
             self.stats.fixed += 1
         self.reporter.problem(text)
 
@@ -464,6 +464,11 @@ class _SharedChunks:
         self.uses[chunk_id] -= 1
         if self.uses[chunk_id] <= 0:
             self.size -= len(self.kept.pop(chunk_id))
+
+
+def is_fixed(text):
+    """Whether a problem line says the problem was repaired."""
+    return text.endswith('[fixed]') or text.endswith('; deleting')
 
 
 def _join(dirname, basename):

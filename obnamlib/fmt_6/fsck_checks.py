@@ -152,7 +152,7 @@ class Fmt6Checker:
         roots = self._generation_of_roots(client_id)
 
         def generations(match):
-            ids = [roots.get(r, 'root %s' % r)
+            ids = [roots.get(int(r), 'root %s' % r)
                    for r in match.group(1).split(',') if r != 'none']
             return '(generations %s)' % (', '.join(map(str, ids)) or 'none')
 

@@ -87,9 +87,15 @@ class UiReporter:
         self.next_update = 0.0
 
     def problem(self, text):
-        logging.error('fsck: %s', text)
+        """Errors on stderr; what fsck repaired is a warning (cli.md §10:
+        `...; deleting` goes to notify, so --quiet silences it)."""
         self.progress.clear()
-        self.ui.error(text)
+        if fsck_engine.is_fixed(text):
+            logging.warning('fsck: %s', text)
+            self.ui.notify(text)
+        else:
+            logging.error('fsck: %s', text)
+            self.ui.error(text)
 
     def checking(self, text):
         logging.info('fsck: checking %s', text)

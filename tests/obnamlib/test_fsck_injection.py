@@ -597,3 +597,27 @@ def test_the_engine_says_what_it_checks_in_order(pristine):
         'repository format and keys', 'B-trees'] + walked + [
         'the chunks of %d file(s)' % int(reporter.phases[-3].split()[3]),
         walked[-1], 'chunk indexes']
+
+
+def test_client_tree_problems_name_generations_by_their_ids(pristine,
+                                                             tmp_path):
+    repo, _ = pristine
+    copy = tmp_path / 'copy'
+    shutil.copytree(repo, copy)
+    opened = open_repo(copy)
+    try:
+        forest = str(opened.get_client_id('alpha'))
+        gens = {opened.make_generation_spec(g)
+                for g in opened.get_generation_ids('alpha')}
+    finally:
+        opened.close()
+    for rel in files_under(str(copy), forest, 'refcounts'):
+        os.remove(os.path.join(copy, rel))
+    report = check(copy)
+    assert report
+    named = set()
+    for line in report:
+        assert line.startswith('client alpha (forest %s): node ' % forest)
+        inside = line.split('(generations ')[1].split(')')[0]
+        named.update(inside.split(', '))
+    assert named == gens
