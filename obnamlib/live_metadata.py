@@ -117,14 +117,47 @@ class MetadataApplier:
     def apply(self, path, md):
         """Apply md to path (bytes); returns a list of SetMetadataError
         (empty on success): a failed step does not stop later ones."""
+        together = getattr(self.fs, 'set_attributes', None)
+        if together is not None:
+            return self._apply_together(together, path, md)
         errors = []
         self._set_owner(path, md, errors)
-        if md.st_mode is not None and not stat.S_ISLNK(md.st_mode):
+        if self._mode_applies(md):
             self._step(errors, path, 'chmod', self.fs.chmod, path,
                        self.mode_to_set(md))
         self._set_xattrs(path, md, errors)
         self._set_times(path, md, errors)
         return errors
+
+    def _apply_together(self, set_attributes, path, md):
+        """The same steps through a remote VFS's set_attributes (SFTP: one
+        round trip); xattrs, which SFTP lacks, keep their own calls."""
+        owner = self._owner_ids(md)
+        failures = set_attributes(
+            path, owner=owner,
+            mode=self.mode_to_set(md) if self._mode_applies(md) else None,
+            times=_times_ns(md))
+        errors = []
+        for name, what in (('owner', 'chown'), ('mode', 'chmod')):
+            if name in failures and (name != 'owner' or self.euid == 0):
+                errors.append(_set_error(path, what, failures[name]))
+        self._set_xattrs(path, md, errors)
+        if 'times' in failures:
+            errors.append(_set_error(path, 'utimes', failures['times']))
+        return errors
+
+    def _owner_ids(self, md):
+        """(uid, gid) to set, -1 for "leave": all as root, else the group
+        (whose failure is ignored); None for nothing."""
+        uid = -1 if md.st_uid is None else md.st_uid
+        gid = -1 if md.st_gid is None else md.st_gid
+        if self.euid == 0:
+            return uid, gid
+        return (-1, gid) if gid != -1 else None
+
+    @staticmethod
+    def _mode_applies(md):
+        return md.st_mode is not None and not stat.S_ISLNK(md.st_mode)
 
     def mode_to_set(self, md):
         """Permission bits, setuid/setgid dropped unless we may keep them."""
@@ -134,13 +167,12 @@ class MetadataApplier:
         return mode if keep else mode & ~_SETID_BITS
 
     def _set_owner(self, path, md, errors):
-        uid = -1 if md.st_uid is None else md.st_uid
-        gid = -1 if md.st_gid is None else md.st_gid
+        owner = self._owner_ids(md)
         if self.euid == 0:
-            self._step(errors, path, 'chown', self.fs.lchown, path, uid, gid)
-        elif gid != -1:
+            self._step(errors, path, 'chown', self.fs.lchown, path, *owner)
+        elif owner is not None:
             try:
-                self.fs.lchown(path, -1, gid)
+                self.fs.lchown(path, *owner)
             except obnamlib.errors.ObnamError:
                 pass
 
@@ -154,21 +186,29 @@ class MetadataApplier:
                        self.fs.lsetxattr, path, name, value)
 
     def _set_times(self, path, md, errors):
-        if md.st_mtime_sec is None:
-            return
-        mtime = md.st_mtime_sec * _BILLION + (md.st_mtime_nsec or 0)
-        if md.st_atime_sec is None:
-            atime = mtime
-        else:
-            atime = md.st_atime_sec * _BILLION + (md.st_atime_nsec or 0)
-        self._step(errors, path, 'utimes', self.fs.lutimes, path, atime, mtime)
+        times = _times_ns(md)
+        if times is not None:
+            self._step(errors, path, 'utimes', self.fs.lutimes, path, *times)
 
     @staticmethod
     def _step(errors, path, what, func, *args):
         try:
             func(*args)
         except obnamlib.errors.ObnamError as e:
-            errors.append(SetMetadataError(
-                filename=path, metadata=what,
-                errno=getattr(e, 'errno', None),
-                strerror=getattr(e, 'strerror', str(e))))
+            errors.append(_set_error(path, what, e))
+
+
+def _times_ns(md):
+    """(atime, mtime) in nanoseconds to set, or None; no atime: mtime."""
+    if md.st_mtime_sec is None:
+        return None
+    mtime = md.st_mtime_sec * _BILLION + (md.st_mtime_nsec or 0)
+    if md.st_atime_sec is None:
+        return mtime, mtime
+    return md.st_atime_sec * _BILLION + (md.st_atime_nsec or 0), mtime
+
+
+def _set_error(path, what, error):
+    return SetMetadataError(filename=path, metadata=what,
+                            errno=getattr(error, 'errno', None),
+                            strerror=getattr(error, 'strerror', str(error)))

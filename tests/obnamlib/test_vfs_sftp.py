@@ -990,3 +990,46 @@ def test_prefetch_listings_lists_directories_together(fs, remote_dir):
     assert e.value.errno == errno.ENOENT
     (remote_dir / 'few' / 'd').write_bytes(b'')
     assert len(fs.scandir(base + b'/few')) == 4     # served once
+
+
+def test_set_attributes_in_one_round_trip(fs, remote_dir):
+    path = remote_dir / 'f'
+    path.write_bytes(b'f')
+    os.symlink('f', remote_dir / 'link')
+    gid = os.getgid()
+    before = fs.round_trips
+    assert fs.set_attributes(os.fsencode(path), owner=(os.getuid(), gid),
+                             mode=0o751, times=(10**9, 2 * 10**9)) == {}
+    assert fs.round_trips - before == 1
+    st = os.lstat(path)
+    assert (stat.S_IMODE(st.st_mode), st.st_mtime, st.st_atime) == (
+        0o751, 2, 1)
+    # A symlink's own times (lsetstat@openssh.com), not its target's.
+    assert fs.set_attributes(os.fsencode(remote_dir / 'link'),
+                             times=(3 * 10**9, 4 * 10**9)) == {}
+    assert os.lstat(remote_dir / 'link').st_mtime == 4
+    assert os.lstat(path).st_mtime == 2
+    failures = fs.set_attributes(os.fsencode(remote_dir / 'gone'),
+                                 mode=0o600, times=(0, 0))
+    assert sorted(failures) == ['mode', 'times']
+    assert str(failures['mode']) == (
+        'RD5FA4X: System error: %s/gone: 2: No such file or directory'
+        % remote_dir)
+
+
+def test_restoring_metadata_over_sftp_reports_each_step(fs, remote_dir):
+    from obnamlib import live_metadata, metadata
+    path = os.fsencode(remote_dir / 'f')
+    (remote_dir / 'f').write_bytes(b'f')
+    md = metadata.Metadata(st_mode=stat.S_IFREG | 0o640, st_uid=os.getuid(),
+                           st_gid=os.getgid(), st_mtime_sec=5,
+                           st_mtime_nsec=0,
+                           xattr=live_metadata.encode_xattrs(
+                               [(b'user.x', b'1')]))
+    applier = live_metadata.MetadataApplier(fs)
+    errors = applier.apply(path, md)
+    assert [str(e) for e in errors] == [
+        "R0FC21X: %s: Couldn't set metadata xattr user.x: 95: SFTP has no "
+        "extended attributes" % os.fsdecode(path)]
+    st = os.lstat(path)
+    assert (stat.S_IMODE(st.st_mode), st.st_mtime) == (0o640, 5)
