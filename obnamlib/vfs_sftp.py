@@ -408,14 +408,15 @@ class SftpFS(VirtualFileSystem):
 
     def _wait(self, num, path=None):
         """The (kind, msg) reply of request `num`; raise if it's an error."""
-        if self.delay:
-            time.sleep(self.delay)
         got = self._replies.got
         if num not in got and self._sent_since_wait:
             # The first wait after sending: the rest of what was sent
-            # together comes back in the same round trip.
+            # together comes back in the same round trip.  --sftp-delay
+            # makes each cost what it would on a slow network.
             self.round_trips += 1
             self._sent_since_wait = False
+            if self.delay:
+                time.sleep(self.delay)
         try:
             while num not in got:
                 self._check_alive()

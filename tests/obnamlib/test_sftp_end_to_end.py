@@ -335,7 +335,7 @@ def test_pull_backup_ends_at_a_dropped_connection_then_resumes(work):
     repo_dir = work / 'repo'
     argv = ['/usr/bin/python3', OBNAM, '--no-default-configs', '--quiet',
             '--ssh-key', sshd.client_key, '--ssh-known-hosts',
-            sshd.known_hosts, '--lock-timeout', '0', '--sftp-delay', '20',
+            sshd.known_hosts, '--lock-timeout', '0', '--sftp-delay', '200',
             '--checkpoint', '64k', 'backup', '-r', str(repo_dir),
             '--client-name', 'client', sshd.url(str(live))]
     env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'),
@@ -343,7 +343,8 @@ def test_pull_backup_ends_at_a_dropped_connection_then_resumes(work):
     p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        # 30 chunks of 4 KiB: past the first checkpoint's commit.
+        # 30 chunks of 4 KiB: past the first checkpoint's commit, in the
+        # first of four batches of files fetched (200 ms per round trip).
         _wait_for_chunk_files(repo_dir, p, count=30)
         assert kill_sessions(sshd) > 0
         out, err = p.communicate(timeout=120)
