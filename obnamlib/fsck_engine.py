@@ -74,7 +74,7 @@ class FsckOptions:
 # Files whose chunks are read together, in chunk file name order: a bound
 # on the chunk ids queued, and on the bytes of shared chunks kept in memory.
 BATCH_CHUNK_IDS = 8192
-SHARED_CHUNK_BYTES = 32 * 1024 * 1024
+SHARED_CHUNK_BYTES = 8 * 1024 * 1024
 
 
 @dataclasses.dataclass
@@ -104,11 +104,13 @@ class SilentReporter:
         """The counters in stats changed (called often; throttle here)."""
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class _QueuedFile:
-    """A regular file whose chunks wait to be read in the next batch."""
+    """A regular file whose chunks wait to be read in the next batch
+    (only what the check needs: a batch holds thousands)."""
     shown: str
-    metadata: object
+    size: object        # st_size, or None
+    md5: object         # whole-file MD5 (bytes), or None
     chunk_ids: list
     digest: bytes
 
@@ -303,7 +305,8 @@ class Fsck:
         if self.options.ignore_chunks:
             return
         if data is not None:
-            self._check_whole_file(shown, metadata, _WholeFile(data))
+            self._check_whole_file(shown, metadata.st_size, metadata.md5,
+                                   _WholeFile(data))
             return
         on_disk = self._chunk_ids_on_disk()
         missing = [c for c in chunk_ids if c not in on_disk]
@@ -315,7 +318,8 @@ class Fsck:
                              + (metadata.md5 or b'')).digest()
         if self._verified(digest):
             return
-        self.queued.append(_QueuedFile(shown, metadata, chunk_ids, digest))
+        self.queued.append(_QueuedFile(shown, metadata.st_size, metadata.md5,
+                                       chunk_ids, digest))
         self.queued_ids += len(chunk_ids)
         if self.queued_ids >= BATCH_CHUNK_IDS:
             self._flush()
@@ -351,7 +355,7 @@ class Fsck:
                 continue
             whole = self._chunk_contents(item, shared)
             if whole is not None and self._check_whole_file(
-                    item.shown, item.metadata, whole):
+                    item.shown, item.size, item.md5, whole):
                 self.verified_lists.add(item.digest)
         self._checking(walking)
 
@@ -399,17 +403,15 @@ class Fsck:
         self.bad_chunks[chunk_id] = text
         return None, text
 
-    def _check_whole_file(self, shown, metadata, whole):
-        size = whole.size
+    def _check_whole_file(self, shown, st_size, md5, whole):
         ok = True
-        if metadata.st_size is not None and size != metadata.st_size:
+        if st_size is not None and whole.size != st_size:
             self._report('%s: content is %d bytes, metadata says %d'
-                         % (shown, size, metadata.st_size))
+                         % (shown, whole.size, st_size))
             ok = False
-        if metadata.md5 is not None:
-            if whole.md5.digest() != metadata.md5:
-                self._report('%s: whole-file checksum mismatch' % shown)
-                ok = False
+        if md5 is not None and whole.md5.digest() != md5:
+            self._report('%s: whole-file checksum mismatch' % shown)
+            ok = False
         return ok
 
 
