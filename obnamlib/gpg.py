@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import tempfile
 
-from obnamlib import errors, openpgp_packets
+from obnamlib import errors, openpgp, openpgp_packets
 
 GPG = 'gpg'
 PUBLIC_KEY = 6
@@ -29,10 +29,10 @@ class GpgMissing(errors.ObnamError):
 class UnreadableKeyFile(errors.ObnamError):
     code = errors.legacy_code('UnreadableKeyFile', 'obnamlib.gpg')
     msg = ('gpg encrypted a toplevel key as {found}, which GnuPG 2.2 and '
-           'Obnam 1.x cannot read (a recipient key advertises AEAD); nothing '
-           'was written.  Remove AEAD from that key\'s preferences: gpg '
-           '--edit-key KEYID setpref AES256 AES192 AES SHA512 SHA256 ZLIB '
-           'ZIP Uncompressed')
+           'Obnam 1.x cannot read, and obnam cannot write it itself '
+           '({reason}); nothing was written.  Remove AEAD from the key\'s '
+           'preferences: gpg --edit-key KEYID setpref AES256 AES192 AES '
+           'SHA512 SHA256 ZLIB ZIP Uncompressed')
 
 
 def no_secret_key(keyid, gnupghome):
@@ -253,24 +253,30 @@ def encrypt_to_keyring(data, keyring):
             ['--no-textmode', '--trust-model', 'always', '--force-mdc',
              '--no-encrypt-to', '--no-default-recipient', '-e'] + recipients,
             data)
-    require_rfc4880_packets(encrypted)
-    return encrypted
+    if is_rfc4880_message(encrypted):
+        return encrypted
+    return _rewritten_without_aead(data, keyring, encrypted)
 
 
 # GnuPG 2.3 and later write OCB (tag 20, or SEIPD version 2) when every
 # recipient key advertises the AEAD feature, and no option of theirs turns
 # that off (--rfc4880 does not; --force-mdc is a no-op since 2.2.8, kept for
-# older gpg).  So we check what gpg wrote instead of trusting options.
-def require_rfc4880_packets(message):
-    """UnreadableKeyFile unless message is PKESK v3 packets followed by one
-    SEIPD v1 packet (RFC 4880 encryption with MDC)."""
-    shapes = [_packet_shape(tag, body)
-              for tag, body in openpgp_packets.iter_packets(message)]
-    pkesks = shapes[:-1]
-    if shapes and shapes[-1] == 'SEIPD v1' and pkesks and \
-            all(shape == 'PKESK v3' for shape in pkesks):
-        return
-    raise UnreadableKeyFile(found=', '.join(shapes) or 'nothing')
+# older gpg).  So we look at what gpg wrote, and if old gpg could not read
+# it, we write the message ourselves for the (sub)keys gpg chose.
+def is_rfc4880_message(message):
+    """PKESK v3 packets followed by one SEIPD v1 packet (with MDC)?"""
+    shapes = packet_shapes(message)
+    return len(shapes) >= 2 and shapes[-1] == 'SEIPD v1' and \
+        all(shape == 'PKESK v3' for shape in shapes[:-1])
+
+
+def packet_shapes(message):
+    """Names and versions of the packets of a message, for errors."""
+    try:
+        return [_packet_shape(tag, body)
+                for tag, body in openpgp_packets.iter_packets(message)]
+    except openpgp_packets.OpenPgpFormatError:
+        return ['malformed data']
 
 
 def _packet_shape(tag, body):
@@ -280,6 +286,22 @@ def _packet_shape(tag, body):
     if tag in (openpgp_packets.PKESK, openpgp_packets.SEIPD) and body:
         return '%s v%d' % (name, body[0])
     return name
+
+
+def _rewritten_without_aead(data, keyring, encrypted):
+    try:
+        keyids = [bytes(body[1:9])
+                  for tag, body in openpgp_packets.iter_packets(encrypted)
+                  if tag == openpgp_packets.PKESK and body[:1] == b'\x03']
+        if not keyids:
+            raise openpgp.UnsupportedRecipient(keyid='(none)',
+                                               reason='no recipient key ids')
+        return openpgp.encrypt_to_public_keys(data, keyring, keyids)
+    except (openpgp.UnsupportedRecipient,
+            openpgp_packets.OpenPgpFormatError) as e:
+        raise UnreadableKeyFile(
+            found=', '.join(packet_shapes(encrypted)) or 'nothing',
+            reason=e.message())
 
 
 def keyring_add(keyring, key_blob):

@@ -62,6 +62,15 @@ class GpgHome:
         self.keys[name] = fpr
         return fpr
 
+    def add_encryption_subkey(self, fpr, algorithm):
+        """A new encryption subkey (e.g. rsa2048, nistp256, cv25519) of
+        key fpr; returns its 16-hex key id."""
+        self.gpg('--passphrase', '', '--pinentry-mode', 'loopback',
+                 '--quick-add-key', fpr, algorithm, 'encr', 'never')
+        out = self.gpg('--with-colons', '--list-keys', fpr).stdout.decode()
+        return [line.split(':')[4] for line in out.splitlines()
+                if line.startswith('sub:')][-1]
+
     def fingerprint(self, who):
         out = self.gpg('--with-colons', '--list-keys', who).stdout.decode()
         for line in out.splitlines():
@@ -106,6 +115,18 @@ def gpg_home():
     home = GpgHome('gk')
     home.generate_key('Alice')
     home.generate_key('Bob')
+    yield home
+    home.cleanup()
+
+
+@pytest.fixture(scope='session')
+def subkeys_gpg_home():
+    """A home with one key (Carol) holding RSA, NIST P-256 and Curve25519
+    encryption subkeys; `home.subkeys` maps algorithm -> key id."""
+    home = GpgHome('gu')
+    fpr = home.generate_key('Carol')
+    home.subkeys = {algorithm: home.add_encryption_subkey(fpr, algorithm)
+                    for algorithm in ('rsa2048', 'nistp256', 'cv25519')}
     yield home
     home.cleanup()
 

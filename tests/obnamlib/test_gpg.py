@@ -112,28 +112,76 @@ def test_key_encryption_is_rfc4880_with_mdc(gpg_home):
     encrypted = gpg.encrypt_to_keyring(b'cd' * 32, keyring)
     # PKESK version 3, then SEIPD version 1 (MDC); never tag 20 (OCB).
     assert packet_shapes(encrypted) == [(1, 3), (18, 1)]
-    gpg.require_rfc4880_packets(encrypted)
+    assert gpg.is_rfc4880_message(encrypted)
 
 
-def replace_last_packet(message, tag, first_byte):
+def replace_last_packet(message, tag, first_byte, keyid=None):
+    """gpg's message with its SEIPD made into what gpg >= 2.3 writes for
+    keys advertising AEAD (OCB: tag 20, or SEIPD v2); optionally with
+    another recipient key id in its PKESK packets."""
     packets = list(openpgp_packets.iter_packets(message))
-    out = b''.join(openpgp_packets.packet(t, bytes(b)) for t, b in packets[:-1])
+    out = b''
+    for t, body in packets[:-1]:
+        body = bytes(body)
+        if keyid is not None:
+            body = body[:1] + keyid + body[9:]
+        out += openpgp_packets.packet(t, body)
     body = bytes([first_byte]) + bytes(packets[-1][1][1:])
     return out + openpgp_packets.packet(tag, body)
 
 
-def test_aead_key_encryption_is_refused(gpg_home):
+def test_aead_shapes_are_recognised(gpg_home):
     keyring = gpg.export_public_key(gpg_home.keys['Alice'], gpg_home.path)
     good = gpg.encrypt_to_keyring(b'ef' * 32, keyring)
-    ocb = replace_last_packet(good, openpgp_packets.AEAD, 1)
-    seipd2 = replace_last_packet(good, openpgp_packets.SEIPD, 2)
-    for bad, shown in [(ocb, 'PKESK v3, AEAD (tag 20)'),
-                       (seipd2, 'PKESK v3, SEIPD v2'),
-                       (b'', 'nothing')]:
-        with pytest.raises(gpg.UnreadableKeyFile) as info:
-            gpg.require_rfc4880_packets(bad)
-        text = str(info.value)
-        assert text.startswith('R88F9FX: gpg encrypted a toplevel key as '
-                               + shown + ', which GnuPG 2.2')
-        assert len(text.splitlines()) == 1
+    assert not gpg.is_rfc4880_message(
+        replace_last_packet(good, openpgp_packets.AEAD, 1))
+    assert not gpg.is_rfc4880_message(
+        replace_last_packet(good, openpgp_packets.SEIPD, 2))
+    assert not gpg.is_rfc4880_message(good[-60:])
+    assert not gpg.is_rfc4880_message(b'')
+    assert gpg.packet_shapes(replace_last_packet(
+        good, openpgp_packets.AEAD, 1)) == ['PKESK v3', 'AEAD (tag 20)']
 
+
+def gpg_writing_ocb(monkeypatch, keyid=None):
+    """Make gpg -e behave like GnuPG >= 2.3 with AEAD keys: its real
+    output, with the SEIPD packet turned into OCB (tag 20)."""
+    real_run = gpg.run
+
+    def ocb_gpg(args, data=b'', gnupghome=None, passphrase=None):
+        out = real_run(args, data, gnupghome, passphrase)
+        if '-e' in args:
+            out = replace_last_packet(out, openpgp_packets.AEAD, 1, keyid)
+        return out
+
+    monkeypatch.setattr(gpg, 'run', ocb_gpg)
+
+
+def test_ocb_from_gpg_is_rewritten_for_the_same_keys(gpg_home, monkeypatch):
+    keyring = gpg.keyring_add(
+        gpg.export_public_key(gpg_home.keys['Alice'], gpg_home.path),
+        gpg.export_public_key(gpg_home.keys['Bob'], gpg_home.path))
+    plain_keyids = [body[1:9] for tag, body in openpgp_packets.iter_packets(
+        gpg.encrypt_to_keyring(b'x', keyring)) if tag == 1]
+    gpg_writing_ocb(monkeypatch)
+    encrypted = gpg.encrypt_to_keyring(b'12' * 32, keyring)
+    assert packet_shapes(encrypted) == [(1, 3), (1, 3), (18, 1)]
+    assert [body[1:9] for tag, body in openpgp_packets.iter_packets(
+        encrypted) if tag == 1] == plain_keyids
+    monkeypatch.undo()
+    assert gpg.decrypt(encrypted, gnupghome=gpg_home.path) == b'12' * 32
+    assert gpg_home.decrypt(encrypted).stdout == b'12' * 32
+
+
+def test_ocb_for_a_key_we_cannot_find_is_refused(gpg_home, monkeypatch):
+    keyring = gpg.export_public_key(gpg_home.keys['Alice'], gpg_home.path)
+    gpg_writing_ocb(monkeypatch, keyid=bytes.fromhex('DEADBEEFDEADBEEF'))
+    with pytest.raises(gpg.UnreadableKeyFile) as info:
+        gpg.encrypt_to_keyring(b'00' * 32, keyring)
+    text = str(info.value)
+    assert text.startswith(
+        'R88F9FX: gpg encrypted a toplevel key as PKESK v3, AEAD (tag 20), '
+        'which GnuPG 2.2 and Obnam 1.x cannot read, and obnam cannot write '
+        'it itself (Cannot encrypt to OpenPGP key DEADBEEFDEADBEEF: no '
+        'version 4 key with this id in the keyring); nothing was written.')
+    assert len(text.splitlines()) == 1

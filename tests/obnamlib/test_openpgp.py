@@ -6,7 +6,8 @@ import pytest
 
 from obnamlib import filters, openpgp, openpgp_packets
 from tests.gpg_fixture import (REFERENCE_DIR, GpgHome,  # noqa: F401
-                               plain_gpg_home, reference_gpg_home)
+                               plain_gpg_home, reference_gpg_home,
+                               subkeys_gpg_home)
 
 PASSPHRASE = 'd5b11990' * 8
 SIZES = [0, 1, 15, 16, 17, 191, 192, 8383, 8384, 100000, (1 << 20) + 7]
@@ -224,3 +225,42 @@ def test_reference_userkeys_is_untagged_keyring(cipher, reference_repo,
     tags = [tag for tag, _ in openpgp_packets.iter_packets(keyring)]
     assert tags[0] == 6        # public key packet
     assert 13 in tags          # user id
+
+
+# --- public-key encryption (the fallback when gpg writes OCB) ---------------
+
+@pytest.mark.parametrize('algorithm', ['rsa2048', 'nistp256', 'cv25519'])
+def test_gpg_decrypts_what_we_encrypt_to_public_keys(subkeys_gpg_home,
+                                                     algorithm):
+    home = subkeys_gpg_home
+    keyring = home.export_public('Carol')
+    keyid = bytes.fromhex(home.subkeys[algorithm])
+    message = openpgp.encrypt_to_public_keys(b'ab' * 32, keyring, [keyid])
+    packets = list(openpgp_packets.iter_packets(message))
+    assert [(tag, body[0]) for tag, body in packets] == [(1, 3), (18, 1)]
+    assert packets[0][1][1:9] == keyid
+    assert home.decrypt(message).stdout == b'ab' * 32
+
+
+def test_encrypt_to_several_public_keys(subkeys_gpg_home):
+    home = subkeys_gpg_home
+    keyids = [bytes.fromhex(k) for k in sorted(home.subkeys.values())]
+    message = openpgp.encrypt_to_public_keys(
+        b'x' * 100, home.export_public('Carol'), keyids)
+    tags = [tag for tag, _ in openpgp_packets.iter_packets(message)]
+    assert tags == [1, 1, 1, 18]
+    assert home.decrypt(message).stdout == b'x' * 100
+
+
+def test_encrypt_to_unknown_or_signing_only_key_refused(subkeys_gpg_home):
+    home = subkeys_gpg_home
+    keyring = home.export_public('Carol')
+    with pytest.raises(openpgp.UnsupportedRecipient) as info:
+        openpgp.encrypt_to_public_keys(b'x', keyring, [b'\x01' * 8])
+    assert str(info.value) == ('R5761CX: Cannot encrypt to OpenPGP key '
+                               '0101010101010101: no version 4 key with '
+                               'this id in the keyring')
+    primary = bytes.fromhex(home.keys['Carol'][-16:])    # ed25519, signing
+    with pytest.raises(openpgp.UnsupportedRecipient) as info:
+        openpgp.encrypt_to_public_keys(b'x', keyring, [primary])
+    assert 'public-key algorithm 22 is not supported' in str(info.value)

@@ -168,8 +168,7 @@ def test_key_file_packets_are_readable_by_old_gpg(tmp_path, gpg_home):
     assert shapes == [(1, 3), (18, 1)]      # PKESK v3, SEIPD v1 (MDC)
 
 
-def test_gpg_writing_aead_leaves_repository_untouched(tmp_path, gpg_home,
-                                                      monkeypatch):
+def ocb_instead_of_seipd(monkeypatch, keyid=None):
     """What gpg >= 2.3 does for keys advertising AEAD, simulated by
     turning real gpg output's SEIPD into an OCB packet (tag 20)."""
     real_run = gpg.run
@@ -179,11 +178,33 @@ def test_gpg_writing_aead_leaves_repository_untouched(tmp_path, gpg_home,
         if '-e' not in args:
             return out
         packets = list(openpgp_packets.iter_packets(out))
-        return b''.join(openpgp_packets.packet(tag, bytes(body))
-                        for tag, body in packets[:-1]) + \
-            openpgp_packets.packet(openpgp_packets.AEAD, bytes(packets[-1][1]))
+        pkesks = [bytes(body) for _, body in packets[:-1]]
+        if keyid is not None:
+            pkesks = [body[:1] + keyid + body[9:] for body in pkesks]
+        return b''.join(openpgp_packets.packet(1, body) for body in pkesks) \
+            + openpgp_packets.packet(openpgp_packets.AEAD,
+                                     bytes(packets[-1][1]))
 
     monkeypatch.setattr(gpg, 'run', ocb_gpg)
+
+
+def test_gpg_writing_aead_still_gives_readable_key_file(tmp_path, gpg_home,
+                                                        monkeypatch):
+    ocb_instead_of_seipd(monkeypatch)
+    base, fs = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
+    fs.write_file('clientlist/metadata', b'm')
+    key = base.read_file('clientlist/key')
+    shapes = [(tag, body[0]) for tag, body in
+              openpgp_packets.iter_packets(key)]
+    assert shapes == [(1, 3), (18, 1)]
+    monkeypatch.undo()
+    text = gpg_home.decrypt(key).stdout.decode()
+    assert text == fs.keys.symmetric_key('clientlist') and len(text) == 64
+
+
+def test_unwritable_aead_key_file_leaves_repository_untouched(
+        tmp_path, gpg_home, monkeypatch):
+    ocb_instead_of_seipd(monkeypatch, keyid=b'\xde\xad' * 4)
     _, fs = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
     with pytest.raises(gpg.UnreadableKeyFile) as info:
         fs.write_file('clientlist/metadata', b'm')
