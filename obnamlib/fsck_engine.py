@@ -143,6 +143,8 @@ class Fsck:
     def run(self):
         """Check everything; returns the problem lines (also reported)."""
         self.problems = []
+        self.reported = set()
+        self.partly_checked = []    # (client, gen, where) of _check_changed
         self.walk_problems = 0      # problems that hide which chunks are used
         self.checker.lock()
         try:
@@ -151,6 +153,8 @@ class Fsck:
                 for client_name in self._client_names():
                     self._check_client(client_name)
                 self._flush()
+                if not self.options.ignore_chunks:
+                    self._name_users_of_damaged_chunks()
             complete = self.walk_problems == 0
             if self.options.checks_everything() and not complete:
                 self._report('unused chunks were not looked for: the '
@@ -167,6 +171,7 @@ class Fsck:
 
     def _report(self, text):
         self.problems.append(text)
+        self.reported.add(text)
         self.stats.problems += 1
         if is_fixed(text):
             self.stats.fixed += 1
@@ -250,8 +255,83 @@ class Fsck:
                              repo_interface.GEN_TOTAL_DATA)
             if values[key] is None and not (checkpoint and counts):
                 self._report('%s: no %s' % (where, what))
-        if not self.options.skip_dirs:
+        if self.options.skip_dirs:
+            return
+        changed = self.checker.changed_paths(client_name, gen_id)
+        if changed is None:
             self._walk(client_name, gen_id, where)
+        else:
+            self.partly_checked.append((client_name, gen_id, where))
+            self._check_changed(client_name, gen_id, where, changed)
+
+    def _check_changed(self, client_name, gen_id, where, changed):
+        """Only what differs from the generations checked before: the
+        rest is the very same B-tree nodes, checked already."""
+        for path in changed:
+            metadata = self._metadata(gen_id, path, where)
+            if metadata is None:
+                continue
+            self.stats.files += 1
+            self.reporter.counted(self.stats)
+            if metadata.isdir():
+                for name in self._children(gen_id, path, where):
+                    child = _join(path, name)
+                    if child not in changed:
+                        self._metadata(gen_id, child, where)
+            elif metadata.isreg() and not self.options.skip_files:
+                self._check_file(client_name, gen_id, path, metadata, where)
+
+    def _name_users_of_damaged_chunks(self):
+        """Files unchanged since an earlier generation were not looked at
+        again; when chunks turned out damaged, name their users in every
+        generation (reading no chunk)."""
+        on_disk = self._chunk_ids_on_disk()
+        if not self.bad_chunks and on_disk >= self.chunks_in_use():
+            return
+        for client_name, gen_id, where in self.partly_checked:
+            self._checking('which files of client %s generation %s use '
+                           'damaged chunks' % (
+                               client_name,
+                               self.repo.make_generation_spec(gen_id)))
+            for path in self._regular_files(gen_id):
+                self._name_if_damaged(gen_id, path, where, on_disk)
+
+    def chunks_in_use(self):
+        used = set()
+        for chunk_ids in self.used.values():
+            used |= chunk_ids or set()
+        return used
+
+    def _regular_files(self, gen_id):
+        stack = [b'/']
+        while stack:
+            path = stack.pop()
+            try:
+                metadata = self.repo.get_metadata(gen_id, path)
+                if metadata.isdir():
+                    stack.extend(_join(path, name) for name in reversed(
+                        self.repo.get_file_children(gen_id, path)))
+                elif metadata.isreg():
+                    yield path
+            except (errors.ObnamError, larch.Error, ValueError,
+                    struct.error):
+                continue    # reported when the generation was checked
+
+    def _name_if_damaged(self, gen_id, path, where, on_disk):
+        try:
+            chunk_ids = self.repo.get_file_chunk_ids(gen_id, path)
+        except (errors.ObnamError, larch.Error):
+            return
+        shown = '%s: %s' % (where, _show(path))
+        for chunk_id in chunk_ids:
+            if chunk_id not in on_disk:
+                problem = 'chunk %x does not exist' % chunk_id
+            else:
+                problem = self.bad_chunks.get(chunk_id)
+            text = '%s: %s' % (shown, problem)
+            if problem is not None and text not in self.reported:
+                self._report(text)
+                return
 
     def _walk(self, client_name, gen_id, where):
         """Depth-first from /, with an explicit stack (no depth limit)."""
@@ -364,21 +444,22 @@ class Fsck:
         big file is never in memory), or None if a chunk is damaged."""
         whole = _WholeFile()
         for i, chunk_id in enumerate(item.chunk_ids):
-            data = shared.take(chunk_id)
+            data, md5 = shared.take(chunk_id), None
             if data is None:
-                data, problem = self._read_chunk(chunk_id)
+                data, problem, md5 = self._read_chunk(chunk_id)
                 if problem is not None:
                     self._report('%s: %s' % (item.shown, problem))
                     shared.forget(item.chunk_ids[i + 1:])
                     return None
                 shared.keep(chunk_id, data)
-            whole.update(data)
+            whole.update(data, md5)
         return whole
 
     def _read_chunk(self, chunk_id):
+        """(content, problem, MD5 object of the content if computed)."""
         known = self.bad_chunks.get(chunk_id)
         if known is not None:
-            return None, known
+            return None, known, None
         try:
             data = self.repo.get_chunk_content(chunk_id)
         except errors.RepositoryChunkDoesNotExist:
@@ -388,20 +469,22 @@ class Fsck:
                 chunk_id, 'chunk %x is corrupted: ' + _text(e).replace('%', '%%'))
         self.stats.chunk_reads += 1
         self.stats.chunk_bytes += len(data)
+        md5 = None
         if chunk_id not in self.verified_chunks:
             expected = self.checker.expected_checksum(chunk_id)
-            actual = hashlib.md5(data).hexdigest().encode('ascii')
+            md5 = hashlib.md5(data)
+            actual = md5.hexdigest().encode('ascii')
             if expected is not None and expected != actual:
                 return self._chunk_problem(chunk_id, 'chunk %x is corrupted')
             self.verified_chunks.add(chunk_id)
             self.stats.chunks += 1
         self.reporter.counted(self.stats)
-        return data, None
+        return data, None, md5
 
     def _chunk_problem(self, chunk_id, template):
         text = template % chunk_id
         self.bad_chunks[chunk_id] = text
-        return None, text
+        return None, text, None
 
     def _check_whole_file(self, shown, st_size, md5, whole):
         ok = True
@@ -422,8 +505,13 @@ class _WholeFile:
         self.md5 = hashlib.md5(data)
         self.size = len(data)
 
-    def update(self, data):
-        self.md5.update(data)
+    def update(self, data, md5=None):
+        """md5: that of data alone, if known; for the first piece it is
+        the whole file's so far, and data need not be hashed again."""
+        if self.size == 0 and md5 is not None:
+            self.md5 = md5.copy()
+        else:
+            self.md5.update(data)
         self.size += len(data)
 
 

@@ -35,6 +35,7 @@ class Fmt6Checker:
         self.repo = repo
         self.fix = fix
         self.locked = []
+        self._previous_root = {}    # client name -> root id last checked
 
     # --- locks ------------------------------------------------------------
 
@@ -174,6 +175,50 @@ class Fmt6Checker:
     def expected_checksum(self, chunk_id):
         """MD5 hex (bytes) the chunk indexes record for a chunk, or None."""
         return self._chunklist().get(chunk_id)
+
+    def changed_paths(self, client_name, gen_id):
+        """Paths whose entries in this generation differ from the client's
+        generation checked just before, sorted; or None for "check every
+        path" (the first generation checked, or a tree that cannot be
+        read node by node).
+
+        A new generation is a copy-on-write clone: nodes it shares with
+        the previous one are skipped unread, and the leaves that differ
+        are compared entry by entry, so only what changed is checked
+        again.  Each tree's node ids are kept only until the next."""
+        tree = forest = None
+        try:
+            tree = self.repo._generation(gen_id).tree
+            forest = self.repo._open_client(client_name).forest
+            previous = self._previous_root.get(client_name)
+            if previous is None:
+                return None
+            changed = _changed_entries(forest, previous, tree.root_id)
+            return sorted(self._paths_of(tree, changed))
+        except Exception:   # damage: larch's check and the walk say what
+            return None
+        finally:
+            if tree is not None:
+                self._previous_root[client_name] = tree.root_id
+
+    def _paths_of(self, tree, entries):
+        paths = set()
+        file_ids = set()
+        for key, value in entries:
+            prefix, main, subtype, subkey = keys.parse_tree_key(key)
+            if prefix != keys.PREFIX_FS:
+                continue
+            if subtype == keys.FILE_NAME:
+                paths.add(value)
+            elif subtype == keys.DIR_CONTENTS:
+                file_ids.update((main, subkey))
+            else:
+                file_ids.add(main)
+        for file_id in file_ids:
+            path = tree.lookup(keys.file_key(file_id, keys.FILE_NAME,
+                                             file_id))
+            paths.add(path)
+        return paths
 
     def release_generation(self, gen_id):
         """fsck visits each generation once: drop the paths the repository
@@ -346,3 +391,55 @@ class Fmt6Checker:
 
     def _chunksums(self):
         return self._cached('chunksums', self.repo.indexes.all_chunksums) or []
+
+
+def _changed_entries(forest, old_root, new_root):
+    """(key, value) pairs of the new tree that the old one lacks or has
+    with another value.  Nodes both trees reach hold the same entries in
+    both, so they are left out of both sides of the comparison."""
+    store = forest.node_store
+    old_nodes = _node_ids(store, old_root)
+    new_nodes = _node_ids(store, new_root)
+    old_entries = _entries(store, old_root, new_nodes)
+    current = next(old_entries, None)
+    changed = []
+    for key, value in _entries(store, new_root, old_nodes):
+        while current is not None and current[0] < key:
+            current = next(old_entries, None)
+        if current is None or current != (key, value):
+            changed.append((key, value))
+    return changed
+
+
+def _node_ids(store, root_id):
+    """Ids of every node of a tree; leaves are not read (a larch tree
+    has all its leaves at the same depth)."""
+    depth = 0
+    node = store.get(root_id)
+    while not node.is_leaf:
+        node = store.get(node.children[0])
+        depth += 1
+    ids = {root_id}
+    level = [root_id]
+    for _ in range(depth):
+        children = []
+        for node_id in level:
+            children.extend(store.get(node_id).children)
+        ids.update(children)
+        level = children
+    return ids
+
+
+def _entries(store, root_id, skip):
+    """(key, value) pairs of a tree in key order, leaving out the nodes
+    in skip."""
+    stack = [root_id]
+    while stack:
+        node_id = stack.pop()
+        if node_id in skip:
+            continue
+        node = store.get(node_id)
+        if node.is_leaf:
+            yield from zip(node.keys, node.values)
+        else:
+            stack.extend(reversed(node.children))

@@ -621,3 +621,63 @@ def test_client_tree_problems_name_generations_by_their_ids(pristine,
         inside = line.split('(generations ')[1].split(')')[0]
         named.update(inside.split(', '))
     assert named == gens
+
+
+# --- later generations: only what changed ---------------------------------------
+
+def paths_with_changed_entries(repo, old_gen, new_gen):
+    """Brute force: paths of the file ids with an entry that is new or
+    different in new_gen (the file itself, or a directory listing it)."""
+    from obnamlib.fmt_6 import keys
+    lo, hi = b'\0' * 18, b'\xff' * 18
+    old = dict(repo._generation(old_gen).tree.lookup_range(lo, hi))
+    tree = repo._generation(new_gen).tree
+    file_ids, paths = set(), set()
+    for key, value in tree.lookup_range(lo, hi):
+        if old.get(key) == value:
+            continue
+        prefix, main, subtype, subkey = keys.parse_tree_key(key)
+        if prefix != keys.PREFIX_FS:
+            continue
+        if subtype == keys.FILE_NAME:
+            paths.add(value)
+        elif subtype == keys.DIR_CONTENTS:
+            file_ids.update((main, subkey))
+        else:
+            file_ids.add(main)
+    for file_id in file_ids:
+        paths.add(tree.lookup(keys.file_key(file_id, keys.FILE_NAME,
+                                            file_id)))
+    return paths
+
+
+def test_later_generations_check_exactly_the_changed_paths(pristine):
+    from obnamlib.fmt_6.fsck_checks import Fmt6Checker
+    repo = open_repo(pristine[0])
+    try:
+        checker = Fmt6Checker(repo)
+        for client in CLIENTS:
+            first, second = repo.get_generation_ids(client)
+            assert checker.changed_paths(client, first) is None
+            changed = checker.changed_paths(client, second)
+            assert changed == sorted(
+                paths_with_changed_entries(repo, first, second))
+            # The second backup added files and a symlink; the files of
+            # the first round did not change.
+            assert any(p.endswith(b'/link-1') for p in changed)
+            assert not any(p.endswith(b'-0') for p in changed)
+    finally:
+        repo.close()
+
+
+def test_unchanged_files_are_not_looked_at_again(pristine, monkeypatch):
+    repo, _ = pristine
+    _, quick, _, _ = counted_check(repo)
+    from obnamlib.fmt_6.fsck_checks import Fmt6Checker
+    monkeypatch.setattr(Fmt6Checker, 'changed_paths',
+                        lambda self, client, gen: None)
+    problems, full, _, _ = counted_check(repo)
+    assert problems == []
+    assert quick.generations == full.generations == 4
+    assert quick.chunks == full.chunks
+    assert quick.files < full.files
