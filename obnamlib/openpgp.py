@@ -208,20 +208,28 @@ def literal_header(length):
     return header(LITERAL, len(fields) + length) + fields
 
 
-def _encrypt_seipd(key, data):
+def _encrypt_seipd(key, data, lead=b''):
+    """`lead` (packets that go first), then a SEIPD packet with MDC of a
+    literal packet of data, built in one buffer: the data is copied once
+    by the cipher and once into the returned bytes."""
     prefix = os.urandom(16)
     prefix += prefix[-2:]
-    literal = literal_header(len(data))
-    sha = hashlib.sha1(prefix)
-    sha.update(literal)
+    head = prefix + literal_header(len(data))
+    sha = hashlib.sha1(head)
     sha.update(data)
     sha.update(_MDC_HEADER)
+    tail = _MDC_HEADER + sha.digest()
+    plain_len = len(head) + len(data) + len(tail)
+    start = lead + header(SEIPD, 1 + plain_len) + b'\x01'
+    buf = bytearray(len(start) + plain_len + 15)   # update_into wants +15
+    buf[:len(start)] = start
+    view = memoryview(buf)
     encryptor = _zero_iv_cfb(AES256, key).encryptor()
-    parts = [encryptor.update(prefix + literal), encryptor.update(data),
-             encryptor.update(_MDC_HEADER + sha.digest()),
-             encryptor.finalize()]
-    body_len = 1 + sum(len(p) for p in parts)
-    return b''.join([header(SEIPD, body_len), b'\x01'] + parts)
+    pos = len(start)
+    for part in (head, data, tail):
+        pos += encryptor.update_into(part, view[pos:])
+    encryptor.finalize()
+    return bytes(view[:pos])
 
 
 # --- reading ---------------------------------------------------------------
@@ -245,12 +253,19 @@ def _skesk_key(body, passphrase, cache):
     return session_cipher, plain[1:]
 
 
+def _cfb_decrypt_into_buffer(cipher, data):
+    """Decrypted data as a view of one buffer: update() would allocate a
+    zeroed buffer and copy it out again (a third of the cost)."""
+    buf = bytearray(len(data) + 15)     # room update_into asks for
+    count = cipher.decryptor().update_into(data, buf)
+    return memoryview(buf)[:count]
+
+
 def _decrypt_seipd(body, cipher_id, key):
     if not body or body[0] != 1:
         raise OpenPgpFormatError(reason='unsupported SEIPD version')
     bs = block_size(cipher_id)
-    decryptor = _zero_iv_cfb(cipher_id, key).decryptor()
-    plain = memoryview(decryptor.update(body[1:]))
+    plain = _cfb_decrypt_into_buffer(_zero_iv_cfb(cipher_id, key), body[1:])
     if len(plain) < bs + 2 + 22:
         raise OpenPgpFormatError(reason='encrypted packet is too short')
     if plain[bs - 2:bs] != plain[bs:bs + 2]:
@@ -344,7 +359,7 @@ class SymmetricCipher:
     def encrypt(self, data, passphrase):
         """SKESK (AES-256, iterated SHA-256 S2K) + SEIPD with MDC."""
         wkey = self._write_key(_as_bytes(passphrase))
-        return wkey.skesk + _encrypt_seipd(wkey.key, data)
+        return _encrypt_seipd(wkey.key, data, lead=wkey.skesk)
 
     def decrypt(self, data, passphrase):
         passphrase = _as_bytes(passphrase)
@@ -547,4 +562,4 @@ def encrypt_to_public_keys(data, keyring, keyids):
                 keyid=keyid.hex().upper(),
                 reason='no version 4 key with this id in the keyring')
         packets.append(_pkesk(body, session_key))
-    return b''.join(packets) + _encrypt_seipd(session_key, data)
+    return _encrypt_seipd(session_key, data, lead=b''.join(packets))
