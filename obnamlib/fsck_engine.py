@@ -8,12 +8,19 @@ uses (it exists, its content matches the checksum the indexes record, the
 whole file matches its MD5).  Every problem is one line naming the client,
 generation and path it affects.
 
+The first generation checked of a client is walked from `/`; for each
+later one the checker names the paths whose entries changed since the
+generation before (format 6: the B-tree nodes they do not share), and
+only those are checked.  If chunks turn out damaged, a last pass names
+the files that use them in every generation, reading no chunk.
+
 Chunks are read in batches (which may span generations and clients), in
-the order of their file names (so that a disk reads them nearly
-sequentially), and each at most once per batch: a chunk several files of
-a batch use stays in memory until its last use (within a byte limit).  A file whose chunk list and checksum were verified
-in this or the previous generation (an unchanged file, a copy) is not read
-again.  What is kept for the whole run are sets of ids, not per-file data.
+the checker's order (format 6: chunk file names, so that a disk reads
+them nearly sequentially), each at most once per batch: a chunk several
+files of a batch use stays in memory until its last use (within a byte
+limit).  A file whose chunk list and checksum were verified in this or
+the previous generation (an unchanged file, a copy) is not read again.
+What is kept for the whole run are sets of ids, not per-file data.
 """
 
 import collections

@@ -6,6 +6,12 @@ whether the chunk indexes agree with the chunk files and with what the
 clients' generations use.  The walk over generations and files is
 format-neutral and lives in obnamlib.fsck_engine, which hands back the
 chunks each client uses so that the index checks can run last.
+
+For speed the checker also tells the walk what format 6 knows: which
+paths of a generation changed since the one checked before, and in what
+order chunk files lie on disk.  The forests are checked through the
+repository's own read-only forest objects, so the walk finds the nodes
+already decoded (each node is read once while the caches hold them).
 """
 
 import re
