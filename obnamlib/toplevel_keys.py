@@ -57,6 +57,26 @@ class BadSymmetricKey(errors.ObnamError):
 _KEY_TEXT = re.compile(rb'(?:[0-9a-fA-F]{2})+')
 
 
+class BadSymmetricKeyBits(errors.ObnamError):
+    code = errors.legacy_code('BadSymmetricKeyBits', 'obnamlib.toplevel_keys')
+    msg = ('--symmetric-key-bits={bits} is not a positive whole number of '
+           'bits')
+
+
+def key_bits(value):
+    """The --symmetric-key-bits setting (a string in Obnam 1.x) as an int;
+    empty means 256."""
+    if value in (None, ''):
+        return 256
+    try:
+        bits = int(value)
+    except (TypeError, ValueError):
+        bits = 0
+    if bits <= 0:
+        raise BadSymmetricKeyBits(bits=value)
+    return bits
+
+
 def valid_key_text(toplevel, plain):
     """The passphrase text of a decrypted `key` file, or BadSymmetricKey:
     a foreign or garbled key must not be used as a passphrase."""
@@ -104,7 +124,7 @@ class ToplevelKeys:
         self.base = base
         self.encrypt_with = encrypt_with or None
         self.gnupghome = gnupghome or None
-        self.bits = int(symmetric_key_bits or 256)
+        self.bits = key_bits(symmetric_key_bits)
         self.weak_random = weak_random
         self.cipher = cipher or openpgp.SymmetricCipher()
         self.cache = {}

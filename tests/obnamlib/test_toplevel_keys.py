@@ -234,3 +234,16 @@ def test_foreign_symmetric_key_is_refused(tmp_path, gpg_home, plain):
 def test_key_text_with_trailing_newline_and_other_sizes_accepted():
     assert toplevel_keys.valid_key_text('x', b'ABCDEF01\n') == 'ABCDEF01'
     assert toplevel_keys.valid_key_text('x', b'd5' * 16) == 'd5' * 16
+
+
+def test_symmetric_key_bits_setting(tmp_path):
+    assert toplevel_keys.key_bits('') == 256
+    assert toplevel_keys.key_bits(None) == 256
+    assert toplevel_keys.key_bits('128') == 128
+    for bad in ('lots', '0', '-8'):
+        with pytest.raises(toplevel_keys.BadSymmetricKeyBits) as info:
+            toplevel_keys.ToplevelKeys(larch.vfs.LocalFS(str(tmp_path)),
+                                       symmetric_key_bits=bad)
+        assert str(info.value) == (
+            '%s: --symmetric-key-bits=%s is not a positive whole number of '
+            'bits' % ('R4A7CCX', bad))
