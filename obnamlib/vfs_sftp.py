@@ -57,6 +57,8 @@ from obnamlib.vfs import VirtualFileSystem
 # header of a WRITE.  Servers that return less per READ are handled.
 CHUNK = 256 * 1024 - 1024
 READ_AHEAD = 16           # READ requests in flight while streaming
+FIRST_READS = 5           # READs sent with a whole-file read's FSTAT:
+                          # enough for a 1 MiB chunk and its filter header
 READDIRS_IN_FLIGHT = 8    # OpenSSH sends up to 100 names per READDIR
 EXCL_ATTEMPTS = 5         # exclusive creates racing with removals
 WRITES_IN_FLIGHT = 32     # WRITE requests in flight before waiting
@@ -711,15 +713,26 @@ class SftpFS(VirtualFileSystem):
         return data
 
     def _read_handles(self, paths, handles):
-        firsts = [(self._send(proto.CMD_FSTAT, handle),
-                   self._send(proto.CMD_READ, handle, int64(0), CHUNK))
-                  for handle in handles]
-        data = []
-        for path, handle, (fstat, first) in zip(paths, handles, firsts):
+        """Every FSTAT and FIRST_READS READs (a 1 MiB chunk) in flight;
+        then the rest of every larger file, together."""
+        sent = [(self._send(proto.CMD_FSTAT, handle),
+                 [(offset, self._send(proto.CMD_READ, handle, int64(offset),
+                                      CHUNK))
+                  for offset in range(0, FIRST_READS * CHUNK, CHUNK)])
+                for handle in handles]
+        sizes, data = [], []
+        for path, (fstat, reads) in zip(paths, sent):
             _, msg = self._wait(fstat, path)
-            size = SFTPAttributes._from_msg(msg).st_size or 0
-            data.append(_read_more(self, handle, path, first, size))
-        return data
+            sizes.append(SFTPAttributes._from_msg(msg).st_size or 0)
+            data.append(_collect_reads(self, reads, bytearray(), path))
+        rest = [_send_reads(self, handle, len(got), size)
+                for handle, got, size in zip(handles, data, sizes)]
+        for path, handle, got, size, reads in zip(paths, handles, data,
+                                                  sizes, rest):
+            if reads:
+                _collect_reads(self, reads, got, path)
+                _read_more(self, handle, path, got, size)
+        return [bytes(got) for got in data]
 
     def write_file(self, path, data):
         full = self._abs(path)
@@ -1228,23 +1241,36 @@ def _data_or_eof(fs, num, path):
     return msg.get_string()
 
 
-def _read_more(fs, handle, path, first, size):
-    """All of a file of `size` bytes, given the READ at offset 0 in flight."""
-    data = bytearray(_data_or_eof(fs, first, path))
+def _send_reads(fs, handle, start, size):
+    """READs for [start, size) in flight: [(offset, request number)]."""
+    return [(offset, fs._send(proto.CMD_READ, handle, int64(offset),
+                              min(CHUNK, size - offset)))
+            for offset in range(start, size, CHUNK)]
+
+
+def _collect_reads(fs, reads, data, path):
+    """Append the replies that continue `data` (bytearray); after a short
+    or empty one the rest are out of step and only drained."""
+    in_step = True
+    for offset, num in reads:
+        piece = _data_or_eof(fs, num, path)
+        if in_step and offset == len(data) and piece:
+            data += piece
+            in_step = len(piece) == CHUNK
+        else:
+            in_step = False
+    return data
+
+
+def _read_more(fs, handle, path, data, size):
+    """Complete `data` up to `size` bytes (a server sending less per READ
+    than asked, or a file that grew): round after round until EOF."""
     while len(data) < size:
-        start = len(data)
-        nums = [(offset, fs._send(proto.CMD_READ, handle, int64(offset),
-                                  min(CHUNK, size - offset)))
-                for offset in range(start, size, CHUNK)]
-        eof = False
-        for offset, num in nums:
-            piece = _data_or_eof(fs, num, path)
-            if offset == len(data) and not eof:
-                data += piece
-                eof = not piece
-        if eof:
+        before = len(data)
+        _collect_reads(fs, _send_reads(fs, handle, before, size), data, path)
+        if len(data) == before:
             break
-    return bytes(data)
+    return data
 
 
 class _PipelinedReader:

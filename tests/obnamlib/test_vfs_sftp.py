@@ -903,10 +903,16 @@ def test_round_trips_per_operation(fs, remote_dir):
         result = operation(*args)
         return fs.round_trips - before, result
 
-    assert cost(fs.create_file, 'd/chunk', os.urandom(3 * 1024 * 1024)) \
-        == (2, None)
+    big = os.urandom(3 * 1024 * 1024)
+    assert cost(fs.create_file, 'd/chunk', big) == (2, None)
     assert cost(fs.write_file, 'd/node', b'n' * 70000) == (3, None)
     assert cost(fs.read_file, 'd/node') == (2, b'n' * 70000)
+    assert cost(fs.read_file, 'd/chunk') == (3, big)
+    mib = big[:1024 * 1024 + 100]       # a default-size chunk, filtered
+    fs.write_file('d/mib', mib)
+    assert cost(fs.read_file, 'd/mib') == (2, mib)
+    assert cost(fs.read_files, ['d/node', 'd/chunk', 'd/mib']) == (
+        3, [b'n' * 70000, big, mib])
 
     def stream(path):
         f = fs.open_read(os.fsencode(remote_dir / path))
@@ -918,8 +924,8 @@ def test_round_trips_per_operation(fs, remote_dir):
     assert cost(fs.create_file, 'new/dirs/here/c', b'c') == (3, None)
     assert cost(fs.lock, 'd/lock') == (2, None)
     rt, names = cost(fs.listdir, 'd')
-    assert rt == 2 and sorted(names) == ['chunk', 'lock', 'node', 'sub',
-                                         'to-sub']
+    assert rt == 2 and sorted(names) == ['chunk', 'lock', 'mib', 'node',
+                                         'sub', 'to-sub']
     # Stats right after the listing come from it, each once.
     assert cost(fs.isdir, 'd/sub') == (0, True)
     assert cost(fs.isdir, 'd/node') == (0, False)
