@@ -252,3 +252,30 @@ def test_backup_records_encrypt_with_as_client_key(tmp_path, homes):
     ok(obnam(tmp_path, alice, 'c1', enc, 'backup', live))
     assert ok(obnam(tmp_path, alice, 'c1', enc, 'client-keys')) == (
         'c1 %s\n' % alice.keys['Alice'])
+
+
+def chunk_files(tmp_path):
+    root = tmp_path / 'repo' / 'chunks'
+    return sorted(os.path.relpath(os.path.join(d, n), str(root))
+                  for d, _, names in os.walk(str(root)) for n in names
+                  if n not in ('key', 'userkeys', 'lock'))
+
+
+def test_clients_with_different_keys_deduplicate(tmp_path, homes):
+    """The chunk indexes are shared toplevels: once Bob's key may read
+    them, his backup of Alice's data stores no new chunk."""
+    alice, bob = homes
+    live = make_live(tmp_path / 'live', 'shared data')
+    (live / 'large').write_bytes(os.urandom(300 * 1024))
+    ok(obnam(tmp_path, alice, 'c1',
+             '--encrypt-with=%s' % alice.keys['Alice'], 'backup', live))
+    ok(obnam(tmp_path, alice, 'c1', '--encrypt-with=%s' % alice.keys['Alice'],
+             '--keyid=%s' % alice.keys['Bob'], 'add-key'))
+    before = chunk_files(tmp_path)
+    assert len(before) >= 3
+    b_enc = '--encrypt-with=%s' % bob.keys['Bob']
+    ok(obnam(tmp_path, bob, 'c2', b_enc, 'backup', live))
+    assert chunk_files(tmp_path) == before
+    ok(obnam(tmp_path, bob, 'c2', b_enc, 'restore', '--to', tmp_path / 'out'))
+    assert read_tree(tmp_path / 'out' / str(live).lstrip('/')) == \
+        read_tree(live)
