@@ -769,11 +769,78 @@ class SftpFS(VirtualFileSystem):
 
     def _write_and_close(self, handle, data, full, path):
         """Every WRITE of `data` and the CLOSE in flight at once."""
+        self._wait_writes(self._send_writes(handle, data), full, path)
+
+    def _send_writes(self, handle, data):
         nums = [self._send(proto.CMD_WRITE, handle, int64(offset),
                            payload=data[offset:offset + CHUNK])
                 for offset in range(0, len(data), CHUNK)]
         nums.append(self._close_handle(handle, wait=True))
-        self._wait_writes(nums, full, path)
+        return nums
+
+    def create_files(self, items):
+        """create_file for several (path, data) at once, in two round
+        trips (three if directories are missing): every OPEN in flight,
+        then every WRITE and CLOSE.  For a caller storing many chunks
+        together.  Returns, per item, None or the FileExistsError; any
+        other error is raised once every reply came (files created by the
+        call before it stay: unused chunks, as after a crash)."""
+        paths = [path for path, _ in items]
+        fulls = [self._abs(path) for path in paths]
+        opened = self._open_many_exclusive(fulls, paths)
+        writes = [(i, self._send_writes(handle, items[i][1]))
+                  for i, handle in enumerate(opened)
+                  if isinstance(handle, bytes)]
+        error = next((r for r in opened if isinstance(r, Exception) and
+                      not isinstance(r, FileExistsError)), None)
+        for i, nums in writes:
+            try:
+                self._wait_writes(nums, fulls[i], paths[i])
+                self.bytes_written += len(items[i][1])
+            except OSError as e:
+                self._remove_quietly(fulls[i])
+                error = error or e
+        if error is not None:
+            raise error
+        return [r if isinstance(r, FileExistsError) else None
+                for r in opened]
+
+    def _open_many_exclusive(self, fulls, paths):
+        """Per file: its handle from an exclusive OPEN, or the OSError
+        (FileExistsError if it exists); missing directories are made."""
+        opened = self._collect(
+            [self._send_open(full, _EXCLUSIVE) for full in fulls], paths)
+        missing = [i for i, r in enumerate(opened)
+                   if isinstance(r, FileNotFoundError)]
+        if missing:
+            dirs = sorted({os.path.dirname(fulls[i]) for i in missing})
+            mkdirs = [(d, self._send_mkdirs(self._missing_chain(d)))
+                      for d in dirs]
+            retries = [self._send_open(fulls[i], _EXCLUSIVE)
+                       for i in missing]
+            for d, sent in mkdirs:
+                self._wait_mkdirs(sent, d, d)
+            for i, result in zip(missing, self._collect(
+                    retries, [paths[i] for i in missing])):
+                opened[i] = result
+        for i, result in enumerate(opened):
+            if isinstance(result, OSError) and result.errno == errno.EIO \
+                    and self._exists_abs(fulls[i]):
+                opened[i] = FileExistsError(
+                    errno.EEXIST, os.strerror(errno.EEXIST),
+                    self._error_name(paths[i]))
+        return opened
+
+    def _collect(self, nums, paths):
+        """HANDLE replies: the handle (bytes) or the OSError, per request."""
+        results = []
+        for num, path in zip(nums, paths):
+            try:
+                _, msg = self._wait(num, path)
+                results.append(msg.get_binary())
+            except OSError as e:
+                results.append(e)
+        return results
 
     def _write_temp(self, full, data, path):
         """Write `data` to a new temporary file beside `full`; its name."""

@@ -1039,3 +1039,24 @@ def test_restoring_metadata_over_sftp_reports_each_step(fs, remote_dir):
         "extended attributes" % os.fsdecode(path)]
     st = os.lstat(path)
     assert (stat.S_IMODE(st.st_mode), st.st_mtime) == (0o640, 5)
+
+
+def test_create_files_creates_many_exclusively_in_two_round_trips(
+        fs, remote_dir):
+    fs.makedirs('c')
+    (remote_dir / 'c' / 'taken').write_bytes(b'old')
+    items = [('c/%d' % i, os.urandom(i * 100000)) for i in range(10)]
+    items.append(('c/taken', b'new'))
+    before = fs.round_trips
+    results = fs.create_files(items)
+    assert fs.round_trips - before == 3     # + one to tell "exists" apart
+    assert results[:10] == [None] * 10
+    assert isinstance(results[10], FileExistsError)
+    for path, data in items[:10]:
+        assert (remote_dir / path).read_bytes() == data
+    assert (remote_dir / 'c' / 'taken').read_bytes() == b'old'
+    before = fs.round_trips
+    assert fs.create_files([('new/a/x', b'x'), ('new/b/y', b'y')]) == [
+        None, None]
+    assert fs.round_trips - before == 3     # OPENs; MKDIRs + OPENs; WRITEs
+    assert (remote_dir / 'new' / 'b' / 'y').read_bytes() == b'y'
