@@ -690,17 +690,9 @@ class SftpFS(VirtualFileSystem):
         will read next (restoring a file's chunks, B-tree nodes); raises
         like read_file (FileNotFoundError) for the first file that fails.
         """
-        fulls = [self._abs(path) for path in paths]
-        opens = [self._send_open(full, proto.SFTP_FLAG_READ)
-                 for full in fulls]
-        handles, error = [], None
-        for path, num in zip(paths, opens):
-            try:
-                _, msg = self._wait(num, path)
-                handles.append(msg.get_binary())
-            except OSError as e:
-                handles.append(None)
-                error = error or e
+        opened = self._open_for_reading(paths)
+        handles = [r if isinstance(r, bytes) else None for r in opened]
+        error = next((r for r in opened if isinstance(r, Exception)), None)
         try:
             if error is not None:
                 raise error
@@ -830,6 +822,12 @@ class SftpFS(VirtualFileSystem):
                     errno.EEXIST, os.strerror(errno.EEXIST),
                     self._error_name(paths[i]))
         return opened
+
+    def _open_for_reading(self, paths):
+        """Every OPEN in flight: per path its handle or the OSError."""
+        return self._collect([self._send_open(self._abs(path),
+                                              proto.SFTP_FLAG_READ)
+                              for path in paths], paths)
 
     def _collect(self, nums, paths):
         """HANDLE replies: the handle (bytes) or the OSError, per request."""
@@ -1048,16 +1046,12 @@ class SftpFS(VirtualFileSystem):
         growing one is left to open_read's stream; an error is raised by
         its open_read.  Replaces what an earlier call fetched."""
         self._prefetched = {}
-        opens = [(path, self._send_open(self._abs(path),
-                                        proto.SFTP_FLAG_READ))
-                 for path in paths]
         handles = []
-        for path, num in opens:
-            try:
-                _, msg = self._wait(num, path)
-                handles.append((path, msg.get_binary()))
-            except OSError as e:
-                self._prefetched[path] = e
+        for path, result in zip(paths, self._open_for_reading(paths)):
+            if isinstance(result, bytes):
+                handles.append((path, result))
+            else:
+                self._prefetched[path] = result
         reads = [(path, handle,
                   self._send(proto.CMD_READ, handle, int64(0), CHUNK),
                   self._send(proto.CMD_READ, handle, int64(CHUNK), CHUNK))

@@ -230,27 +230,8 @@ def test_dropped_connection_mid_backup_then_resume(work):
             f.write(os.urandom(100) + b'%d' % i)
     repo_dir = work / 'repo'
     repo = sshd.url(str(repo_dir))
-    argv = ['/usr/bin/python3', OBNAM, '--no-default-configs', '--quiet',
-            '--ssh-key', sshd.client_key, '--ssh-known-hosts',
-            sshd.known_hosts, '--lock-timeout', '0', '--sftp-delay', '20',
-            'backup', '-r', repo, '--client-name', 'c', str(work / 'live')]
-    env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'),
-           'HOME': str(work / 'home'), 'LC_ALL': 'C.UTF-8'}
-    p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        _wait_for_chunk_files(repo_dir, p)
-        assert kill_sessions(sshd) > 0
-        out, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.communicate()
-    assert p.returncode == 1
-    lines = err.decode().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith(
-        'ERROR: R305A1X: Lost the SSH connection to 127.0.0.1: ')
+    _backup_cut_mid_run(sshd, work, repo_dir, 20, 1, 'backup', '-r', repo,
+                        '--client-name', 'c', str(work / 'live'))
     ok(obnam(sshd, work / 'home', 'force-lock', '-r', repo,
              '--client-name', 'c'))
     ok(obnam(sshd, work / 'home', 'backup', '-r', repo, '--client-name', 'c',
@@ -307,6 +288,33 @@ def test_two_clients_back_up_at_once(work):
     assert manifest(str(work / 'rb') + tree) == manifest(tree)
 
 
+def _backup_cut_mid_run(sshd, work, repo_dir, delay_ms, chunks, *args):
+    """Run obnam with `args`, each round trip slowed by `delay_ms`; kill
+    the sshd sessions once `chunks` chunk files are in repo_dir; check
+    it ends with the one-line lost-connection error."""
+    argv = ['/usr/bin/python3', OBNAM, '--no-default-configs', '--quiet',
+            '--ssh-key', sshd.client_key, '--ssh-known-hosts',
+            sshd.known_hosts, '--lock-timeout', '0', '--sftp-delay',
+            str(delay_ms)] + list(args)
+    env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'),
+           'HOME': str(work / 'home'), 'LC_ALL': 'C.UTF-8'}
+    p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _wait_for_chunk_files(repo_dir, p, count=chunks)
+        assert kill_sessions(sshd) > 0
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 1
+    lines = err.decode().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(
+        'ERROR: R305A1X: Lost the SSH connection to 127.0.0.1: ')
+
+
 def _wait_for_chunk_files(repo_dir, process, count=1):
     """Block until the backup has stored `count` chunk files (or ended)."""
     chunks = repo_dir / 'chunks'
@@ -333,30 +341,11 @@ def test_pull_backup_ends_at_a_dropped_connection_then_resumes(work):
     for i in range(200):
         (live / ('f%03d' % i)).write_bytes(os.urandom(4096))
     repo_dir = work / 'repo'
-    argv = ['/usr/bin/python3', OBNAM, '--no-default-configs', '--quiet',
-            '--ssh-key', sshd.client_key, '--ssh-known-hosts',
-            sshd.known_hosts, '--lock-timeout', '0', '--sftp-delay', '200',
-            '--checkpoint', '64k', 'backup', '-r', str(repo_dir),
-            '--client-name', 'client', sshd.url(str(live))]
-    env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'),
-           'HOME': str(work / 'home'), 'LC_ALL': 'C.UTF-8'}
-    p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        # 30 chunks of 4 KiB: past the first checkpoint's commit, in the
-        # first of four batches of files fetched (200 ms per round trip).
-        _wait_for_chunk_files(repo_dir, p, count=30)
-        assert kill_sessions(sshd) > 0
-        out, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.communicate()
-    assert p.returncode == 1
-    lines = err.decode().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith(
-        'ERROR: R305A1X: Lost the SSH connection to 127.0.0.1: ')
+    # 30 chunks of 4 KiB: past the first checkpoint's commit, in the first
+    # of four batches of files fetched (200 ms per round trip).
+    _backup_cut_mid_run(sshd, work, repo_dir, 200, 30, '--checkpoint', '64k',
+                        'backup', '-r', str(repo_dir), '--client-name',
+                        'client', sshd.url(str(live)))
     assert not [n for _, _, ns in os.walk(repo_dir) for n in ns
                 if n == 'lock']
     checkpoints = ok(obnam(sshd, work / 'home', 'genids', '-r',
