@@ -16,6 +16,7 @@ import stat
 import obnamlib.errors
 import obnamlib.metadata
 from obnamlib.metadata import decode_xattrs, encode_xattrs  # noqa: F401
+from obnamlib.walker import reraise_fatal
 
 
 class SetMetadataError(obnamlib.errors.ObnamError):
@@ -173,8 +174,8 @@ class MetadataApplier:
         elif owner is not None:
             try:
                 self.fs.lchown(path, *owner)
-            except obnamlib.errors.ObnamError:
-                pass
+            except obnamlib.errors.ObnamError as e:
+                reraise_fatal(e)
 
     def _set_xattrs(self, path, md, errors):
         for name, value in decode_xattrs(md.xattr):
@@ -195,6 +196,7 @@ class MetadataApplier:
         try:
             func(*args)
         except obnamlib.errors.ObnamError as e:
+            reraise_fatal(e)
             errors.append(_set_error(path, what, e))
 
 

@@ -1060,3 +1060,18 @@ def test_create_files_creates_many_exclusively_in_two_round_trips(
         None, None]
     assert fs.round_trips - before == 3     # OPENs; MKDIRs + OPENs; WRITEs
     assert (remote_dir / 'new' / 'b' / 'y').read_bytes() == b'y'
+
+
+def test_lost_connection_while_restoring_metadata_is_not_a_step_error(
+        sshd, remote_dir):
+    from obnamlib import live_metadata, metadata
+    fs = SftpFS(sshd.url(str(remote_dir)), settings_for(sshd, 'paramiko'))
+    try:
+        assert kill_sessions(sshd) > 0
+        md = metadata.Metadata(st_mode=stat.S_IFREG | 0o600,
+                               xattr=live_metadata.encode_xattrs(
+                                   [(b'user.x', b'1')]))
+        with pytest.raises(vfs_sftp.SftpConnectionLost):
+            live_metadata.MetadataApplier(fs, euid=0).apply(b'/x', md)
+    finally:
+        fs.close()
