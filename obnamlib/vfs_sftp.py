@@ -2,13 +2,18 @@
 
 Obnam 1.x over SFTP was slow because every operation waited for its reply.
 Here one SSH connection serves the whole run, and requests are pipelined at
-the SFTP level: a whole file is read with one OPEN, then FSTAT and every
-READ in flight together; a file is written with one OPEN and every WRITE
-plus the CLOSE in flight; a directory listing with attributes is one
-READDIR round trip per ~100 entries.  Reads and writes use the largest
-request OpenSSH's sftp-server accepts.
+the SFTP level: a whole file is read with one OPEN, then FSTAT and 1 MiB
+of READs in flight together; a file is written with one OPEN and every
+WRITE plus the CLOSE in flight; a directory listing with attributes is one
+READDIR round trip per ~100 entries; stats right after a listdir come from
+it.  Reads and writes use the largest request OpenSSH's sftp-server
+accepts.  Missing directories are made with every MKDIR of the chain in
+flight.
 
-Missing directories are made with every MKDIR of the chain in flight.
+Callers that know what comes next batch it: `read_files` and
+`create_files` (many repository files in two or three round trips),
+`prefetch` and `prefetch_listings` (a pull backup's small files and
+directories), `set_attributes` (a restored file's owner, mode and times).
 
 Consistency when the connection dies at any point (format-6.md OPEN-7):
 `write_file` writes a temporary file (`tmp...`, a name larch ignores) and
