@@ -293,7 +293,7 @@ class Fsck:
         again; when chunks turned out damaged, name their users in every
         generation (reading no chunk)."""
         on_disk = self._chunk_ids_on_disk()
-        if not self.bad_chunks and on_disk >= self.chunks_in_use():
+        if not self.bad_chunks and on_disk >= self._chunks_in_use():
             return
         for client_name, gen_id, where in self.partly_checked:
             self._checking('which files of client %s generation %s use '
@@ -303,7 +303,7 @@ class Fsck:
             for path in self._regular_files(gen_id):
                 self._name_if_damaged(gen_id, path, where, on_disk)
 
-    def chunks_in_use(self):
+    def _chunks_in_use(self):
         used = set()
         for chunk_ids in self.used.values():
             used |= chunk_ids or set()
