@@ -180,7 +180,10 @@ class Fmt6Checker:
 
     def expected_checksum(self, chunk_id):
         """MD5 hex (bytes) the chunk indexes record for a chunk, or None."""
-        return self._chunklist().get(chunk_id)
+        try:
+            return self.repo.indexes.checksum(chunk_id)
+        except (larch.Error, errors.ObnamError):
+            return None
 
     def changed_paths(self, client_name, gen_id):
         """Paths whose entries in this generation differ from the client's
@@ -255,42 +258,71 @@ class Fmt6Checker:
         """Indexes against chunk files and against the clients' use.
 
         used_by_client: client name -> set of chunk ids its checked
-        generations use (None for a client that was not checked)."""
+        generations use (None for a client that was not checked).  The
+        indexes are streamed and looked up, never held in memory whole."""
         on_disk = self.chunk_ids_on_disk()
-        chunklist = self._chunklist()
-        sums = self._chunksums()
         id_to_name = {cid: name for name, cid in self._client_ids().items()}
         problems = []
-        for chunk_id in sorted(chunklist):
+        for key, _ in self._index_entries(CHUNKLIST):
+            chunk_id = keys.unpack_u64(key)
             if chunk_id not in on_disk:
                 problems.append('chunklist: chunk %x has no chunk file'
                                 % chunk_id)
-        for checksum, chunk_id, client_id in sums:
+        unlisted = self._used_but_unlisted(used_by_client, on_disk)
+        recorded = set()    # (chunk id, client id) of unlisted chunks only
+        for key, _ in self._index_entries(CHUNKSUMS):
+            checksum, chunk_id, client_id = keys.parse_chunksums_key(key)
+            if chunk_id in unlisted:
+                recorded.add((chunk_id, client_id))
             problems.extend(self._chunksums_entry_problems(
-                checksum, chunk_id, client_id, on_disk, chunklist,
-                id_to_name))
-        problems.extend(self._use_problems(used_by_client, chunklist, sums))
+                checksum, chunk_id, client_id, on_disk, id_to_name))
+        problems.extend(self._use_problems(used_by_client, on_disk,
+                                           unlisted, recorded))
         if report_unused:
             problems.extend(self._unused(used_by_client, on_disk,
                                          remove_unused))
         return problems
 
+    def _index_entries(self, which):
+        """(key, value) of one chunk index in key order, streamed; it
+        stops where the index cannot be read (larch's check says why)."""
+        indexes = self.repo.indexes
+        try:
+            list_tree, sums_tree = indexes._readers()
+            tree, forest = ((list_tree, indexes.list_forest)
+                            if which == CHUNKLIST else
+                            (sums_tree, indexes.sums_forest))
+            if tree is None:
+                return
+            yield from _entries(forest.node_store, tree.root_id, ())
+        except (larch.Error, errors.ObnamError):
+            return
+
+    def _used_but_unlisted(self, used_by_client, on_disk):
+        """Chunks in use and on disk that chunklist has no entry for."""
+        unlisted = set()
+        for used in used_by_client.values():
+            for chunk_id in used or ():
+                if chunk_id in on_disk and \
+                        self.expected_checksum(chunk_id) is None:
+                    unlisted.add(chunk_id)
+        return unlisted
+
     def _chunksums_entry_problems(self, checksum, chunk_id, client_id,
-                                  on_disk, chunklist, id_to_name):
+                                  on_disk, id_to_name):
         where = 'chunksums: chunk %x' % chunk_id
         if chunk_id not in on_disk:
             yield '%s has no chunk file' % where
         if client_id not in id_to_name:
             yield '%s is recorded for client id %d, which is not in the ' \
                   'client list' % (where, client_id)
-        listed = chunklist.get(chunk_id)
+        listed = self.expected_checksum(chunk_id)
         if listed is not None and listed != checksum:
             yield '%s has checksum %s, but chunklist says %s' % (
                 where, checksum.decode('ascii', 'replace'),
                 listed.decode('ascii', 'replace'))
 
-    def _use_problems(self, used_by_client, chunklist, sums):
-        recorded = {(chunk_id, client_id) for _, chunk_id, client_id in sums}
+    def _use_problems(self, used_by_client, on_disk, unlisted, recorded):
         ids = self._client_ids()
         problems = []
         missing = []
@@ -298,22 +330,34 @@ class Fmt6Checker:
             used = used_by_client[name]
             if used is None or name not in ids:
                 continue
+            client_id = ids[name]
             for chunk_id in sorted(used):
-                if chunk_id not in self.chunk_ids_on_disk():
+                if chunk_id not in on_disk:
                     continue    # reported by the walk, with the file's path
-                if (chunk_id, ids[name]) not in recorded:
+                if chunk_id in unlisted:
+                    has_entry = (chunk_id, client_id) in recorded
+                else:
+                    has_entry = self._has_chunksums_entry(chunk_id, client_id)
+                if not has_entry:
                     problems.append(self._mark(
                         'chunksums: client %s uses chunk %x, but has no '
                         'entry for it' % (name, chunk_id)))
-                    missing.append((chunk_id, ids[name]))
-                elif chunk_id not in chunklist:
+                    missing.append((chunk_id, client_id))
+                elif chunk_id in unlisted:
                     problems.append(self._mark(
                         'chunklist: chunk %x used by client %s has no entry'
                         % (chunk_id, name)))
-                    missing.append((chunk_id, ids[name]))
+                    missing.append((chunk_id, client_id))
         if self.fix and missing:
             self._add_index_entries(missing)
         return problems
+
+    def _has_chunksums_entry(self, chunk_id, client_id):
+        checksum = self.expected_checksum(chunk_id)
+        try:
+            return client_id in self.repo.indexes.users(checksum, chunk_id)
+        except (larch.Error, errors.ObnamError):
+            return False
 
     def _add_index_entries(self, missing):
         indexes = self.repo.indexes
@@ -326,7 +370,6 @@ class Fmt6Checker:
         except BaseException:
             indexes.discard()
             raise
-        self._cache = {}
 
     def _unused(self, used_by_client, on_disk, remove):
         used = set()
@@ -342,12 +385,14 @@ class Fmt6Checker:
     def _remove_chunks(self, chunk_ids):
         """Index entries first, then the files (format-6.md §10.2)."""
         doomed = set(chunk_ids)
+        uses = [keys.parse_chunksums_key(key) for key, _ in
+                self._index_entries(CHUNKSUMS)
+                if keys.parse_chunksums_key(key)[1] in doomed]
         indexes = self.repo.indexes
         indexes.start_changes()
         try:
-            for checksum, chunk_id, client_id in self._chunksums():
-                if chunk_id in doomed:
-                    indexes.remove_use(chunk_id, checksum, client_id)
+            for checksum, chunk_id, client_id in uses:
+                indexes.remove_use(chunk_id, checksum, client_id)
             for chunk_id in doomed:
                 key = keys.chunklist_key(chunk_id)
                 try:
@@ -363,7 +408,6 @@ class Fmt6Checker:
         for chunk_id in doomed:
             self.repo.chunks.remove(chunk_id)
         self._on_disk = self.chunk_ids_on_disk() - doomed
-        self._cache = {}
 
     # --- helpers --------------------------------------------------------------
 
@@ -381,22 +425,6 @@ class Fmt6Checker:
             if str(cid) == toplevel:
                 return 'client %s (%s)' % (name, toplevel)
         return toplevel
-
-    def _cached(self, name, compute):
-        cache = self.__dict__.setdefault('_cache', {})
-        if name not in cache:
-            try:
-                cache[name] = compute()
-            except (larch.Error, errors.ObnamError):
-                cache[name] = None
-        return cache[name]
-
-    def _chunklist(self):
-        return self._cached('chunklist', lambda: dict(
-            self.repo.indexes.all_chunklist())) or {}
-
-    def _chunksums(self):
-        return self._cached('chunksums', self.repo.indexes.all_chunksums) or []
 
 
 def _changed_entries(forest, old_root, new_root):
