@@ -681,3 +681,26 @@ def test_unchanged_files_are_not_looked_at_again(pristine, monkeypatch):
     assert quick.generations == full.generations == 4
     assert quick.chunks == full.chunks
     assert quick.files < full.files
+
+
+def test_the_chunk_indexes_are_never_loaded_whole(pristine, tmp_path,
+                                                  monkeypatch):
+    """Streamed and looked up: memory does not grow with the indexes."""
+    from obnamlib.fmt_6.chunk_indexes import ChunkIndexes
+
+    def refuse(self):
+        raise AssertionError('fsck loaded a whole chunk index')
+
+    monkeypatch.setattr(ChunkIndexes, 'all_chunklist', refuse)
+    monkeypatch.setattr(ChunkIndexes, 'all_chunksums', refuse)
+    repo, expected = pristine
+    assert check(repo) == []
+    copy = tmp_path / 'copy'
+    shutil.copytree(repo, copy)
+    remove_index_entry(copy, 'chunksums', 3)
+    assert any(line.startswith('chunksums: client ')
+               for line in check(copy, fix=True))
+    write(os.path.join(copy, 'chunks', '1', '2', '3', 'abcdef'), b'\0x')
+    assert check(copy, rm_unused=True) == [
+        'chunk abcdef not used by anyone; deleting']
+    assert check(copy) == []
