@@ -44,10 +44,13 @@ class ChunkReader:
         self.chunk_size = chunk_size
         self.fd = _fileno(fileobj)
         self.advise = advise and self.fd is not None
-        self.seek_holes = self.fd is not None
+        # None: ask fstat first (most files have all their blocks, and
+        # then two lseeks per chunk and an fstat at the end buy nothing)
+        self.seek_holes = None if self.fd is not None else False
         self.offset = 0
         self.dense_until = 0      # [offset, dense_until) is known data
         self.hole_until = 0       # [offset, hole_until) is known hole
+        self.eof = False          # a read came back empty
 
     def __iter__(self):
         self._advise(os.POSIX_FADV_SEQUENTIAL)
@@ -61,6 +64,8 @@ class ChunkReader:
             self._advise(os.POSIX_FADV_DONTNEED)
 
     def _next_chunk(self):
+        if self.eof:
+            return b''
         if self._in_hole():
             self.offset += self.chunk_size
             os.lseek(self.fd, self.offset, os.SEEK_SET)
@@ -70,14 +75,20 @@ class ChunkReader:
         return data
 
     def _read_full(self, size):
+        """size bytes, or fewer at the end of the file (then self.eof: a
+        small file costs one read less)."""
         data = self.fileobj.read(size)
-        if len(data) == size or not data:
+        if len(data) == size:
+            return data
+        if not data:
+            self.eof = True
             return data
         parts = [data]
         got = len(data)
         while got < size:
             more = self.fileobj.read(size - got)
             if not more:
+                self.eof = True
                 break
             parts.append(more)
             got += len(more)
@@ -85,6 +96,8 @@ class ChunkReader:
 
     def _in_hole(self):
         """Does the whole next chunk lie in a hole (ask the OS if unsure)?"""
+        if self.seek_holes is None:
+            self.seek_holes = _may_be_sparse(self.fd)
         if not self.seek_holes:
             return False
         end = self.offset + self.chunk_size
@@ -117,6 +130,16 @@ class ChunkReader:
 
 def _file_size(fd):
     return os.fstat(fd).st_size
+
+
+def _may_be_sparse(fd):
+    """False if the file has as many blocks as bytes (no holes now)."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return False
+    blocks = getattr(st, 'st_blocks', None)
+    return blocks is None or blocks * 512 < st.st_size
 
 
 def _fileno(fileobj):

@@ -62,6 +62,7 @@ class RepositoryFS:
         self._cipher = cipher
         self._prepared = set()
         self._lock = threading.Lock()
+        self._count_lock = threading.Lock()
         self.bytes_read = 0
         self.bytes_written = 0
 
@@ -100,6 +101,14 @@ class RepositoryFS:
     def create_file(self, path, data):
         """Exclusive create (chunk files); FileExistsError if present."""
         self._create_raw(path, self._wrap_for(path, data))
+
+    @property
+    def creates_in_background(self):
+        """Whether create_file may run in a second thread (fmt_6's chunk
+        writer) while this one goes on using the object: if the base can
+        (the keys and the cipher are thread-safe)."""
+        return (not self.format5 and
+                getattr(self.base, 'creates_in_background', False))
 
     def _wrap_for(self, path, data):
         if self.format5:
@@ -148,7 +157,11 @@ class RepositoryFS:
 
     def write_raw(self, path, data):
         self.base.write_file(path, data)
-        self.bytes_written += len(data)
+        self._count_written(len(data))
+
+    def _count_written(self, size):
+        with self._count_lock:
+            self.bytes_written += size
 
     def _create_raw(self, path, data):
         create = getattr(self.base, 'create_file', None)
@@ -163,7 +176,7 @@ class RepositoryFS:
             if self.base.exists(path):
                 raise FileExistsError(path)
             self.base.write_file(path, data)
-        self.bytes_written += len(data)
+        self._count_written(len(data))
 
     # --- locks (never filtered, §9) ---------------------------------------
 
@@ -181,7 +194,7 @@ class RepositoryFS:
                 raise errors.LockFail(lock_name=path,
                                       reason='lock file already exists')
             self.base.write_file(path, content)
-        self.bytes_written += len(content)
+        self._count_written(len(content))
 
     def unlock(self, path):
         base_unlock = getattr(self.base, 'unlock', None)

@@ -3,11 +3,19 @@
 A run's first chunk gets a random id and each next one the following id, so
 one run's chunks sit close together on disk; a name already taken makes us
 draw a new random start.
+
+Where the storage allows it (a local disk), files are created by a
+ChunkWriter thread behind the caller.  Free names are then found by listing
+each chunk directory once when the ids reach it, instead of by the
+exclusive create itself; the create stays exclusive, and a name another
+process takes in between stops the run (`chunk_writer.ChunkFileTaken`)
+rather than being shared.
 """
 
 import random
 
 from obnamlib import errors
+from obnamlib.fmt_6.chunk_writer import ChunkWriter
 from obnamlib.fmt_6.keys import MAX_ID
 
 TOPLEVEL = 'chunks'
@@ -36,8 +44,18 @@ def parse_chunk_name(name):
     return chunk_id if '%x' % chunk_id == name else None
 
 
+def _background_writer(fs):
+    """A ChunkWriter if fs can create files from a second thread."""
+    if not getattr(fs, 'creates_in_background', False):
+        return None
+    return ChunkWriter(fs.create_file)
+
+
 class ChunkStore:
-    """Chunk files in a StorageFS (filters applied by the fs)."""
+    """Chunk files in a StorageFS (filters applied by the fs).
+
+    After write_behind(True), put() leaves the writing to a thread if the
+    fs `creates_in_background`; flush() before any commit then."""
 
     def __init__(self, fs, rng=None):
         self.fs = fs
@@ -45,19 +63,68 @@ class ChunkStore:
         self.next_id = None
         self.by_basename = None   # fallback map for non-default idpaths
         self.written = []         # [first, last] id ranges this object wrote
+        self.background = _background_writer(fs)
+        self.writer = None        # self.background while writing behind
+        self.listed_dir = None    # the chunk directory last listed, and
+        self.listed_names = set()  # the names it held then
 
     def put(self, data):
-        """Write a new chunk file; returns its id."""
+        """Write a new chunk file (maybe still in progress: see flush);
+        returns its id."""
         while True:
             if self.next_id is None:
                 self.next_id = self.rng.randint(0, MAX_ID - 1)
             chunk_id = self.next_id
             self.next_id = (chunk_id + 1) % MAX_ID
             path = idpath(chunk_id)
-            if self._create_exclusive(path, data):
+            if self.writer is not None:
+                if self._is_free(chunk_id, path):
+                    self.writer.submit(chunk_id, path, data)
+                    self._note_written(chunk_id)
+                    return chunk_id
+            elif self._create_exclusive(path, data):
                 self._note_written(chunk_id)
                 return chunk_id
             self.next_id = None
+
+    def _is_free(self, chunk_id, path):
+        """No chunk file has this name (per one listing per directory) and
+        we have not used the id already."""
+        dirname, name = path.rsplit('/', 1)
+        if dirname != self.listed_dir:
+            try:
+                self.listed_names = set(self.fs.listdir(dirname))
+            except FileNotFoundError:
+                self.listed_names = set()
+            self.listed_dir = dirname
+        return name not in self.listed_names and not self.wrote(chunk_id)
+
+    def flush(self):
+        """Wait for the chunk files being written; raise a failure."""
+        if self.writer is not None:
+            self.writer.flush()
+
+    def write_behind(self, on):
+        """Start or stop writing chunk files in the background.  Stopping
+        waits for the files queued and drops their failures (a commit
+        has flushed them already; after a discard nothing uses them)."""
+        if on:
+            self.writer = self.background
+        elif self.writer is not None:
+            self.writer.wait()
+            self.writer.drop_errors()
+            self.writer = None
+
+    def close(self):
+        """Finish writing and stop the writer thread (failures dropped)."""
+        self.writer = None
+        if self.background is not None:
+            self.background.close()
+
+    def _wait_for(self, chunk_id):
+        if self.background is not None and \
+                self.background.is_pending(chunk_id):
+            self.background.wait()
 
     def _note_written(self, chunk_id):
         if self.written and self.written[-1][1] + 1 == chunk_id:
@@ -83,6 +150,7 @@ class ChunkStore:
         return True
 
     def get(self, chunk_id):
+        self._wait_for(chunk_id)
         path = idpath(chunk_id)
         try:
             return self.fs.read_file(path)
@@ -94,10 +162,17 @@ class ChunkStore:
             return self.fs.read_file(other)
 
     def has(self, chunk_id):
+        self._wait_for(chunk_id)
         return (self.fs.exists(idpath(chunk_id)) or
                 self._find_elsewhere(chunk_id) is not None)
 
     def remove(self, chunk_id):
+        """Remove a chunk file; never one whose create failed here (its
+        name may belong to another process)."""
+        self._wait_for(chunk_id)
+        if self.background is not None and \
+                self.background.has_failed(chunk_id):
+            return
         path = idpath(chunk_id)
         try:
             self.fs.remove(path)
@@ -117,6 +192,8 @@ class ChunkStore:
 
     def ids(self):
         """Every chunk id that has a chunk file, in no particular order."""
+        if self.background is not None:
+            self.background.wait()
         return [chunk_id for chunk_id, _ in self._walk()]
 
     def _walk(self):

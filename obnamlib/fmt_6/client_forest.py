@@ -24,6 +24,7 @@ class ClientForest:
         self.gen_numbers = {}     # id(tree) -> generation id (or None)
         self.created = []         # generation ids created in this session
         self.changed = False      # set by the repository before any change
+        self.by_number = None     # generation id -> tree, built on demand
 
     def _wrap(self, tree):
         wrapper = self.wrappers.get(id(tree))
@@ -44,11 +45,14 @@ class ClientForest:
         return [n for n in numbers if n is not None]
 
     def generation(self, gen_number):
-        """The GenerationTree of a generation id, or None."""
-        for tree in self.forest.trees:
-            if self._number(tree) == gen_number:
-                return self._wrap(tree)
-        return None
+        """The GenerationTree of a generation id, or None.  Every file
+        operation asks, so the trees are not searched each time."""
+        if self.by_number is None:
+            self.by_number = {}
+            for tree in self.forest.trees:
+                self.by_number.setdefault(self._number(tree), tree)
+        tree = self.by_number.get(gen_number)
+        return None if tree is None else self._wrap(tree)
 
     def create_generation(self, started):
         """Clone the newest tree; its id is the next counter value (§7.3)."""
@@ -61,6 +65,7 @@ class ClientForest:
         gen.set_gen_value(keys.GEN_STARTED, int(started))
         self.gen_numbers[id(tree)] = gen_number
         self.created.append(gen_number)
+        self.by_number = None
         return gen_number
 
     def remove_generation(self, gen_number):
@@ -69,6 +74,7 @@ class ClientForest:
                 self.forest.remove_tree(tree)
                 self.wrappers.pop(id(tree), None)
                 self.gen_numbers.pop(id(tree), None)
+                self.by_number = None
                 return True
         return False
 
@@ -84,3 +90,4 @@ class ClientForest:
         self.forest.commit()
         self.created = []
         self.changed = False
+        self.by_number = None

@@ -75,7 +75,10 @@ class RepositoryFormat6(repo_interface.Repository):
     # --- repository as a whole -----------------------------------------
 
     def close(self):
-        self.unlock_everything()
+        try:
+            self.unlock_everything()
+        finally:
+            self.chunks.close()
 
     def lock_everything(self):
         self.lock_client_list()
@@ -203,9 +206,13 @@ class RepositoryFormat6(repo_interface.Repository):
         except BaseException:
             self.locks.unlock([dirname])
             raise
+        # New chunks matter only once this client commits, which waits for
+        # them: until then they are written behind (chunk_writer).
+        self.chunks.write_behind(True)
 
     def commit_client(self, client_name, now=None):
         forest = self._writable_client(client_name)
+        self.chunks.flush()       # every chunk the tree names is written
         forest.commit(self._now(now))
         self._release_client(client_name)
         reused = self.reused.pop(client_name, set())
@@ -221,6 +228,8 @@ class RepositoryFormat6(repo_interface.Repository):
         forest = self.clients.pop(client_name, None)
         if forest is not None and forest.writable:
             self.locks.unlock([forest.dirname])
+        if not any(f.writable for f in self.clients.values()):
+            self.chunks.write_behind(False)
 
     def get_generation_ids(self, client_name):
         forest = self._open_client(client_name)
@@ -350,9 +359,14 @@ class RepositoryFormat6(repo_interface.Repository):
 
     # --- chunks --------------------------------------------------------
 
-    def put_chunk_content(self, data):
+    def put_chunk_content(self, data, md5_digest=None):
+        """md5_digest: the caller's MD5 of data, so it is not hashed twice.
+        The chunk file may still be being written: the commits wait."""
         chunk_id = self.chunks.put(data)
-        checksum = keys.content_checksum(data)
+        if md5_digest is None:
+            checksum = keys.content_checksum(data)
+        else:
+            checksum = md5_digest.hex().encode('ascii')
         self.checksums[chunk_id] = checksum
         self.unindexed.setdefault(checksum, []).append(chunk_id)
         return chunk_id
@@ -392,6 +406,7 @@ class RepositoryFormat6(repo_interface.Repository):
     def commit_chunk_indexes(self):
         self._require_indexes_lock()
         self._index_reused_chunks()
+        self.chunks.flush()
         self.indexes.commit()
         for chunk_id in self.pending_chunk_removals:
             self.chunks.remove(chunk_id)

@@ -75,3 +75,70 @@ def test_file_ending_inside_hole_has_exact_length(tmp_path):
     (bytes(99999) + b'\1', False), (b'\1' + bytes(10), False)])
 def test_is_all_zero(data, expected):
     assert chunker.is_all_zero(data) is expected
+
+
+class CountingFile:
+    """A real local file that counts its read calls."""
+
+    def __init__(self, path):
+        self.f = open(path, 'rb', buffering=0)
+        self.reads = 0
+
+    def read(self, n):
+        self.reads += 1
+        return self.f.read(n)
+
+    def fileno(self):
+        return self.f.fileno()
+
+    def close(self):
+        self.f.close()
+
+
+def counting_lseek(monkeypatch):
+    calls = []
+    real = os.lseek
+
+    def lseek(fd, pos, how):
+        calls.append(how)
+        return real(fd, pos, how)
+    monkeypatch.setattr(os, 'lseek', lseek)
+    return calls
+
+
+def test_small_file_takes_two_reads_and_no_seeks(tmp_path, monkeypatch):
+    """The short read that ends the chunk already met the end of the file;
+    a file with all its blocks has no holes to look for."""
+    path = tmp_path / 'small'
+    path.write_bytes(b'hello')
+    seeks = counting_lseek(monkeypatch)
+    f = CountingFile(path)
+    assert list(chunker.iter_chunks(f, 4096)) == [b'hello']
+    f.close()
+    assert f.reads == 2
+    assert seeks == []
+
+
+def test_dense_file_is_read_without_hole_questions(tmp_path, monkeypatch):
+    path = tmp_path / 'dense'
+    data = os.urandom(3 * 4096)
+    path.write_bytes(data)
+    seeks = counting_lseek(monkeypatch)
+    f = CountingFile(path)
+    assert b''.join(chunker.iter_chunks(f, 4096)) == data
+    f.close()
+    assert f.reads == 4
+    assert seeks == []
+
+
+def test_sparse_file_asks_where_the_data_is(tmp_path, monkeypatch):
+    path = tmp_path / 'sparse'
+    with open(path, 'wb') as f:
+        f.truncate(1024 * 1024)
+        f.write(b'head')
+    seeks = counting_lseek(monkeypatch)
+    with open(path, 'rb') as f:
+        chunks = list(chunker.iter_chunks(f, 64 * 1024))
+    assert b''.join(chunks) == b'head' + bytes(1024 * 1024 - 4)
+    assert os.SEEK_DATA in seeks
+    assert chunks[-1] is chunker.zeros(64 * 1024)

@@ -51,3 +51,104 @@ def test_lock_without_hardlinks_falls_back_to_exclusive_create(tmp_path, monkeyp
     with pytest.raises(obnamlib.errors.LockFail):
         vfs.lock('lock')
     assert os.listdir(str(tmp_path)) == ['lock']
+
+
+def leftovers(root):
+    """Temporary files anywhere below root."""
+    return [os.path.join(d, n) for d, _, names in os.walk(str(root))
+            for n in names if n.startswith(obnamlib.vfs_local.TEMP_PREFIX)]
+
+
+def test_create_file_is_exclusive_private_and_complete(tmp_path):
+    vfs = obnamlib.vfs_local.LocalFS(str(tmp_path))
+    vfs.create_file('chunks/1/2/3/abc', b'data')
+    with pytest.raises(FileExistsError):
+        vfs.create_file('chunks/1/2/3/abc', b'other')
+    path = tmp_path / 'chunks/1/2/3/abc'
+    assert path.read_bytes() == b'data'
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / 'chunks/1').stat().st_mode & 0o777 == 0o700
+    assert vfs.bytes_written == 4
+    assert leftovers(tmp_path) == []
+
+
+def test_create_file_remakes_a_directory_removed_behind_its_back(tmp_path):
+    vfs = obnamlib.vfs_local.LocalFS(str(tmp_path))
+    vfs.create_file('chunks/0/0/0/1', b'one')
+    os.remove(str(tmp_path / 'chunks/0/0/0/1'))
+    os.rmdir(str(tmp_path / 'chunks/0/0/0'))
+    vfs.create_file('chunks/0/0/0/2', b'two')
+    vfs.write_file('chunks/0/0/0/3', b'three')
+    assert sorted(os.listdir(str(tmp_path / 'chunks/0/0/0'))) == ['2', '3']
+
+
+def test_failed_write_leaves_no_temporary_file(tmp_path):
+    vfs = obnamlib.vfs_local.LocalFS(str(tmp_path))
+    os.makedirs(str(tmp_path / 'd/taken'))
+    with pytest.raises(OSError):
+        vfs.write_file('d/taken', b'x')
+    assert leftovers(tmp_path) == []
+    vfs.write_file('d/f', b'x')
+    vfs.write_file('d/f', b'y')
+    assert sorted(os.listdir(str(tmp_path / 'd'))) == ['f', 'taken']
+    assert (tmp_path / 'd/f').read_bytes() == b'y'
+
+
+def test_temporary_files_left_by_a_crash_are_not_nodes_or_chunks(tmp_path):
+    """A crash between writing a temporary file and renaming or linking it
+    leaves tmp...: larch's listings, the journal and the chunk enumeration
+    ignore such names, so the repository reads and checks as before, and
+    journal recovery removes those in new/."""
+    from obnamlib import fsck_engine, repo_factory
+    from obnamlib.fmt_6.chunk_store import idpath
+    from tests.obnamlib.repo_interface_conformance import file_md
+    url = str(tmp_path / 'repo')
+    repo = repo_factory.open_repository(url=url, create=True, lock_timeout=0)
+    repo.lock_client_list()
+    repo.add_client('c')
+    repo.commit_client_list()
+    repo.lock_client('c')
+    gen = repo.create_generation('c')
+    chunk = repo.put_chunk_content(b'content')
+    repo.set_metadata(gen, b'/f', file_md(size=7))
+    repo.set_file_chunk_ids(gen, b'/f', [chunk])
+    repo.commit_client('c')
+    client_dir = os.path.join(url, str(repo.get_client_id('c')))
+    before = fsck_engine.Fsck(repo).run()
+    repo.close()
+
+    def leave_temp_file(*where):
+        dirname = os.path.join(*where)
+        os.makedirs(dirname, exist_ok=True)
+        with open(obnamlib.vfs_local.temp_name(dirname), 'wb') as f:
+            f.write(b'\0half a file')
+    leave_temp_file(os.path.dirname(os.path.join(url, idpath(chunk))))
+    leave_temp_file(url, 'chunks')
+    leave_temp_file(client_dir, 'nodes', '0', '0', '0')
+    leave_temp_file(client_dir, 'refcounts')
+    leave_temp_file(url, 'clientlist', 'nodes', '0', '0', '0')
+    reader = repo_factory.open_repository(url=url, lock_timeout=0)
+    assert reader.get_chunk_ids() == [chunk]
+    [gen] = reader.get_generation_ids('c')
+    assert reader.get_chunk_content(
+        reader.get_file_chunk_ids(gen, b'/f')[0]) == b'content'
+    assert fsck_engine.Fsck(reader).run() == before
+    reader.close()
+
+    # An interrupted commit (new/metadata, the commit flag, is there) whose
+    # new/ holds a temporary file: readers overlay new/ without it, and
+    # finishing the commit must not move it among the nodes.
+    leave_temp_file(client_dir, 'new', 'nodes', '0', '0', '0')
+    with open(os.path.join(client_dir, 'metadata'), 'rb') as f:
+        flag = f.read()
+    with open(os.path.join(client_dir, 'new', 'metadata'), 'wb') as f:
+        f.write(flag)
+    reader = repo_factory.open_repository(url=url, lock_timeout=0)
+    assert len(reader.get_generation_ids('c')) == 1
+    reader.close()
+    writer = repo_factory.open_repository(url=url, lock_timeout=0)
+    writer.lock_client('c')
+    writer.unlock_client('c')
+    writer.close()
+    assert not any('/new/' in path for path in leftovers(url))
+    assert len(leftovers(url)) == 5
