@@ -193,7 +193,7 @@ class Fsck:
         for text in texts:
             self._report(text)
 
-    # --- storage --------------------------------------------------------------
+    # --- storage -------------------------------------------------------------
 
     def _checking(self, text):
         self.stats.phase = text
@@ -473,7 +473,8 @@ class Fsck:
             return self._chunk_problem(chunk_id, 'chunk %x does not exist')
         except (errors.ObnamError, ValueError, OSError) as e:
             return self._chunk_problem(
-                chunk_id, 'chunk %x is corrupted: ' + _text(e).replace('%', '%%'))
+                chunk_id,
+                'chunk %x is corrupted: ' + _text(e).replace('%', '%%'))
         self.stats.chunk_reads += 1
         self.stats.chunk_bytes += len(data)
         md5 = None

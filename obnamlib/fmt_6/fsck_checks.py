@@ -251,7 +251,7 @@ class Fmt6Checker:
             self._on_disk = set(self.repo.chunks.ids())
         return self._on_disk
 
-    # --- checks after the walk ------------------------------------------------
+    # --- checks after the walk -----------------------------------------------
 
     def check_chunk_indexes(self, used_by_client, remove_unused=False,
                             report_unused=True):
@@ -409,7 +409,7 @@ class Fmt6Checker:
             self.repo.chunks.remove(chunk_id)
         self._on_disk = self.chunk_ids_on_disk() - doomed
 
-    # --- helpers --------------------------------------------------------------
+    # --- helpers -------------------------------------------------------------
 
     def _mark(self, text):
         return text + (' [fixed]' if self.fix else '')

@@ -221,7 +221,7 @@ def file_fault_cases(repo):
     return cases
 
 
-# --- what a fault may hide ------------------------------------------------------
+# --- what a fault may hide ---------------------------------------------------
 
 def covered(report, client, gen, path):
     text = '\n'.join(report)
@@ -413,7 +413,7 @@ def test_unused_chunk_is_reported_and_removed(pristine, tmp_path):
     assert read_everything(copy) == expected
 
 
-# --- how much fsck reads ------------------------------------------------------
+# --- how much fsck reads -----------------------------------------------------
 
 def counted_check(path, **options):
     """fsck's problems and counters, and how often it read each file."""
@@ -623,7 +623,7 @@ def test_client_tree_problems_name_generations_by_their_ids(pristine,
     assert named == gens
 
 
-# --- later generations: only what changed ---------------------------------------
+# --- later generations: only what changed ------------------------------------
 
 def paths_with_changed_entries(repo, old_gen, new_gen):
     """Brute force: paths of the file ids with an entry that is new or

@@ -89,7 +89,7 @@ def test_damaged_key_files_are_reported(reference_repos, reference_gpg_home,
     assert any(shown in line for line in lines[:-1]), lines
 
 
-# --- the progress display ------------------------------------------------------
+# --- the progress display ----------------------------------------------------
 
 from obnamlib import fsck_engine, ui  # noqa: E402
 from obnamlib.plugins import fsck_plugin  # noqa: E402
