@@ -257,3 +257,50 @@ def _ensure_privsep_dir():
     """sshd started by root needs its privilege separation directory."""
     if os.getuid() == 0 and not os.path.isdir('/run/sshd'):
         os.makedirs('/run/sshd', mode=0o755, exist_ok=True)
+
+
+# --- a server for the yarn scenarios ----------------------------------------
+
+def serve(state_dir):
+    """Start a server in a background process; return once it listens.
+
+    Writes STATE_DIR/env (shell assignments SFTP_BASE=sftp://USER@HOST:PORT,
+    SSH_KEY, SSH_KNOWN_HOSTS) and STATE_DIR/pid (SIGTERM stops it).  The
+    caller's stdout/stderr should be a file: the background process keeps
+    them.
+    """
+    os.makedirs(state_dir, exist_ok=True)
+    ready_r, ready_w = os.pipe()
+    if os.fork() != 0:
+        os.close(ready_w)
+        with os.fdopen(ready_r, 'rb') as ready:
+            return ready.read() == b'ok'
+    os.close(ready_r)
+    os.setsid()
+    try:
+        server = SshdServer()
+        server.start()
+    except BaseException:
+        os._exit(1)
+    signal.signal(signal.SIGTERM, lambda *args: _stop_and_exit(server))
+    with open(os.path.join(state_dir, 'env'), 'w') as f:
+        f.write('SFTP_BASE=sftp://%s@%s:%d\nSSH_KEY=%s\n'
+                'SSH_KNOWN_HOSTS=%s\n' % (server.user, server.host,
+                                          server.port, server.client_key,
+                                          server.known_hosts))
+    with open(os.path.join(state_dir, 'pid'), 'w') as f:
+        f.write('%d\n' % os.getpid())
+    os.write(ready_w, b'ok')
+    os.close(ready_w)
+    while True:
+        signal.pause()
+
+
+def _stop_and_exit(server):
+    server.stop()
+    os._exit(0)
+
+
+if __name__ == '__main__':
+    import sys
+    sys.exit(0 if serve(sys.argv[1]) else 1)
