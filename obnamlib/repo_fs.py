@@ -63,6 +63,7 @@ class RepositoryFS:
         self._prepared = set()
         self._lock = threading.Lock()
         self._count_lock = threading.Lock()
+        self._behind = None       # see write_behind
         self.bytes_read = 0
         self.bytes_written = 0
 
@@ -103,12 +104,17 @@ class RepositoryFS:
         self._create_raw(path, self._wrap_for(path, data))
 
     @property
-    def creates_in_background(self):
-        """Whether create_file may run in a second thread (fmt_6's chunk
-        writer) while this one goes on using the object: if the base can
-        (the keys and the cipher are thread-safe)."""
+    def can_write_behind(self):
+        """Whether write_behind() may be used: the base can create files
+        from a second thread."""
         return (not self.format5 and
                 getattr(self.base, 'creates_in_background', False))
+
+    def write_behind(self, writer):
+        """From now on create_file filters and counts the content, then
+        leaves the base's create to writer.submit(path, data, create)
+        (fmt_6.chunk_writer); None: create at once again."""
+        self._behind = writer
 
     def _wrap_for(self, path, data):
         if self.format5:
@@ -164,6 +170,14 @@ class RepositoryFS:
             self.bytes_written += size
 
     def _create_raw(self, path, data):
+        if self._behind is not None:
+            self._behind.submit(path, data, self._create_in_base)
+            self._count_written(len(data))
+            return
+        self._create_in_base(path, data)
+        self._count_written(len(data))
+
+    def _create_in_base(self, path, data):
         create = getattr(self.base, 'create_file', None)
         if create is not None:
             create(path, data)
@@ -176,7 +190,6 @@ class RepositoryFS:
             if self.base.exists(path):
                 raise FileExistsError(path)
             self.base.write_file(path, data)
-        self._count_written(len(data))
 
     # --- locks (never filtered, §9) ---------------------------------------
 

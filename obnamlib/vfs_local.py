@@ -253,6 +253,15 @@ class LocalFS(obnamlib.vfs.VirtualFileSystem):
     def unlock(self, path):
         os.remove(self._full(path))
 
+    def sync(self):
+        """Make everything written so far durable (syncfs of the
+        repository's filesystem: one call, not one fsync per file)."""
+        fd = os.open(self.root, os.O_RDONLY)
+        try:
+            _syncfs(fd)
+        finally:
+            os.close(fd)
+
     # --- shared -------------------------------------------------------------
 
     def exists(self, path):
@@ -427,6 +436,27 @@ def _makedirs_private(path):
         except FileExistsError:
             if not os.path.isdir(directory):
                 raise
+
+
+def _syncfs(fd):
+    """syncfs(2) where libc has it, else sync(2)."""
+    global _libc_syncfs
+    if _libc_syncfs is None:
+        try:
+            import ctypes
+            _libc_syncfs = ctypes.CDLL(None, use_errno=True).syncfs
+        except (OSError, AttributeError):
+            _libc_syncfs = False
+    if not _libc_syncfs:
+        os.sync()
+        return
+    if _libc_syncfs(fd) != 0:
+        import ctypes
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+_libc_syncfs = None
 
 
 def _write_new(path, data):

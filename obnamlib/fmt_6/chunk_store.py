@@ -45,17 +45,18 @@ def parse_chunk_name(name):
 
 
 def _background_writer(fs):
-    """A ChunkWriter if fs can create files from a second thread."""
-    if not getattr(fs, 'creates_in_background', False):
+    """A ChunkWriter if fs can leave its creates to one."""
+    if not getattr(fs, 'can_write_behind', False):
         return None
-    return ChunkWriter(fs.create_file)
+    return ChunkWriter()
 
 
 class ChunkStore:
     """Chunk files in a StorageFS (filters applied by the fs).
 
     After write_behind(True), put() leaves the writing to a thread if the
-    fs `creates_in_background`; flush() before any commit then."""
+    fs `can_write_behind` (RepositoryFS on a local disk); flush() before
+    any commit then."""
 
     def __init__(self, fs, rng=None):
         self.fs = fs
@@ -79,7 +80,7 @@ class ChunkStore:
             path = idpath(chunk_id)
             if self.writer is not None:
                 if self._is_free(chunk_id, path):
-                    self.writer.submit(chunk_id, path, data)
+                    self.fs.create_file(path, data)    # into the writer
                     self._note_written(chunk_id)
                     return chunk_id
             elif self._create_exclusive(path, data):
@@ -109,21 +110,24 @@ class ChunkStore:
         waits for the files queued and drops their failures (a commit
         has flushed them already; after a discard nothing uses them)."""
         if on:
-            self.writer = self.background
+            if self.background is not None and self.writer is None:
+                self.fs.write_behind(self.background)
+                self.writer = self.background
         elif self.writer is not None:
+            self.fs.write_behind(None)
             self.writer.wait()
             self.writer.drop_errors()
             self.writer = None
 
     def close(self):
         """Finish writing and stop the writer thread (failures dropped)."""
-        self.writer = None
+        self.write_behind(False)
         if self.background is not None:
             self.background.close()
 
     def _wait_for(self, chunk_id):
         if self.background is not None and \
-                self.background.is_pending(chunk_id):
+                self.background.is_pending(idpath(chunk_id)):
             self.background.wait()
 
     def _note_written(self, chunk_id):
@@ -171,7 +175,7 @@ class ChunkStore:
         name may belong to another process)."""
         self._wait_for(chunk_id)
         if self.background is not None and \
-                self.background.has_failed(chunk_id):
+                self.background.has_failed(idpath(chunk_id)):
             return
         path = idpath(chunk_id)
         try:

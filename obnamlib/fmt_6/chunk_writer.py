@@ -6,11 +6,13 @@ most of a first backup's time.  Nothing refers to a new chunk until a
 commit, so the repository waits for this writer (`flush`) before each
 commit: a committed tree never names a chunk file that was not written.
 
-A failed create is reported by the next `submit` or `flush`.  The caller
-chooses names that are free (chunk_store lists the directory first), so
+The storage (RepositoryFS) hands each create to `submit` after filtering
+and counting it, so byte counts and checkpoints do not depend on timing.
+A failed create is reported by the next `submit` or `flush`.  Chunk names
+are chosen free (chunk_store lists each directory first), so
 `FileExistsError` here means another process took the name at the same
-moment; that chunk id is then remembered as not ours (`failed`) so that
-cleaning up never deletes the other process's file.
+moment: that path is remembered (`has_failed`) so that cleaning up never
+deletes the other process's file.
 """
 
 import queue
@@ -18,7 +20,7 @@ import threading
 
 from obnamlib import errors
 
-# Chunks waiting for the worker, at most (memory: this many chunk sizes).
+# Files waiting for the worker, at most (memory: this many chunk sizes).
 QUEUE_DEPTH = 16
 
 
@@ -34,22 +36,20 @@ class ChunkFileTaken(errors.ObnamError):
 
 
 class ChunkWriter:
-    """Exclusive creates of chunk files in one worker thread.
+    """Exclusive creates in one worker thread.
 
-    create(path, data) (a RepositoryFS's create_file: compression and
-    encryption happen in the worker too) must be safe to call from the
-    worker while the caller's thread uses the same storage."""
+    submit(path, data, create): create(path, data) runs in the worker; it
+    must be safe there while the caller's thread uses the same storage."""
 
-    def __init__(self, create, depth=QUEUE_DEPTH):
-        self.create = create
+    def __init__(self, depth=QUEUE_DEPTH):
         self.queue = queue.Queue(maxsize=depth)
-        self.pending = set()      # ids submitted and not yet finished
-        self.failed = set()       # ids whose create failed
+        self.pending = set()      # paths submitted and not yet finished
+        self.failed = set()       # paths whose create failed
         self.errors = []          # exceptions not yet raised to the caller
         self.lock = threading.Lock()
         self.thread = None
 
-    def submit(self, chunk_id, path, data):
+    def submit(self, path, data, create):
         """Queue one exclusive create; raises an earlier failure first."""
         self._raise_error()
         if self.thread is None:
@@ -57,12 +57,16 @@ class ChunkWriter:
                 target=self._work, name='chunk-writer', daemon=True)
             self.thread.start()
         with self.lock:
-            self.pending.add(chunk_id)
-        self.queue.put((chunk_id, path, data))
+            self.pending.add(path)
+        self.queue.put((path, data, create))
 
-    def is_pending(self, chunk_id):
+    def is_pending(self, path):
         with self.lock:
-            return chunk_id in self.pending
+            return path in self.pending
+
+    def has_failed(self, path):
+        with self.lock:
+            return path in self.failed
 
     def wait(self):
         """Wait until every submitted file is written (or failed)."""
@@ -75,27 +79,18 @@ class ChunkWriter:
         self.wait()
         self._raise_error()
 
-    def has_failed(self, chunk_id):
+    def drop_errors(self):
         with self.lock:
-            return chunk_id in self.failed
+            self.errors = []
 
     def close(self):
         """Finish what was queued and stop the worker; failures are
-        dropped (nothing committed refers to those chunks)."""
+        dropped (nothing committed refers to those files)."""
         if self.thread is not None:
             self.queue.put(None)
             self.thread.join()
             self.thread = None
         self.drop_errors()
-
-    def drop_errors(self):
-        with self.lock:
-            self.errors = []
-
-    def _failed(self, chunk_id, error):
-        with self.lock:
-            self.failed.add(chunk_id)
-            self.errors.append(error)
 
     def _raise_error(self):
         with self.lock:
@@ -115,13 +110,18 @@ class ChunkWriter:
             finally:
                 self.queue.task_done()
 
-    def _create(self, chunk_id, path, data):
+    def _create(self, path, data, create):
         try:
-            self.create(path, data)
+            create(path, data)
         except FileExistsError:
-            self._failed(chunk_id, ChunkFileTaken(filename=path))
+            self._failed(path, ChunkFileTaken(filename=path))
         except BaseException as e:
-            self._failed(chunk_id, e)
+            self._failed(path, e)
         finally:
             with self.lock:
-                self.pending.discard(chunk_id)
+                self.pending.discard(path)
+
+    def _failed(self, path, error):
+        with self.lock:
+            self.failed.add(path)
+            self.errors.append(error)

@@ -17,10 +17,34 @@ INDEX_CACHE_NODES = 1024
 def open_forest(fs, dirname, key_size, node_size, allow_writes,
                 cache_nodes=CLIENT_CACHE_NODES):
     """A forest in `dirname` of the repository storage `fs`."""
+    if allow_writes and callable(getattr(fs, 'sync', None)):
+        fs = SyncBeforeCommit(fs, dirname)
     return larch.open_forest(dirname=dirname, key_size=key_size,
                              node_size=node_size or DEFAULT_NODE_SIZE,
                              allow_writes=allow_writes, vfs=fs,
                              cache_size=cache_nodes)
+
+
+class SyncBeforeCommit:
+    """The storage as a writing forest sees it: everything written before
+    the commit flag (`new/metadata`, format-6.md §5.5) is made durable
+    first.  Then a power loss can cost the commit but never leave a
+    committed tree naming a node, or a chunk file written before the
+    commit began, that did not reach the disk.  One sync per commit."""
+
+    def __init__(self, fs, dirname):
+        self.fs = fs
+        self.flag = dirname + '/new/metadata'
+
+    def write_file(self, path, data):
+        if path == self.flag:
+            self.fs.sync()
+        self.fs.write_file(path, data)
+
+    def __getattr__(self, name):
+        if name == 'fs':
+            raise AttributeError(name)
+        return getattr(self.fs, name)
 
 
 def keep_only_newest_tree(forest):
