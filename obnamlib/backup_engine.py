@@ -266,7 +266,7 @@ class BackupEngine:
             try:
                 st = self.fs.lstat(root)
             except (OSError, obnamlib.errors.ObnamError) as e:
-                walker.reraise_fatal(e)
+                obnamlib.errors.reraise_fatal(e)
                 raise BackupRootDoesNotExist(root=root)
             if stat_module.S_ISLNK(st.st_mode) and self._lists(root):
                 raise BackupRootDoesNotExist(root=root)
@@ -277,7 +277,7 @@ class BackupEngine:
         try:
             self.fs.scandir(path)
         except (OSError, obnamlib.errors.ObnamError) as e:
-            walker.reraise_fatal(e)
+            obnamlib.errors.reraise_fatal(e)
             return False
         return True
 
@@ -401,7 +401,7 @@ class BackupEngine:
             if _S_ISDIR(st.st_mode):
                 return self._live_metadata(path, st)
         except (OSError, obnamlib.errors.ObnamError) as e:
-            walker.reraise_fatal(e)
+            obnamlib.errors.reraise_fatal(e)
         return _PLACEHOLDER_DIR.copy()
 
     # --- directories -------------------------------------------------------
@@ -454,7 +454,7 @@ class BackupEngine:
         try:
             md = self._live_metadata(path, st)
         except (OSError, obnamlib.errors.ObnamError) as e:
-            walker.reraise_fatal(e)
+            obnamlib.errors.reraise_fatal(e)
             return None, None
         return md, self._old_metadata(path)
 
@@ -749,8 +749,8 @@ def _as_obnam_error(error, path, io=False):
     """An OSError from the live file system as RCE08AX/RD5FA4X.
 
     Every per-file handler goes through here, so an error that ends the
-    run (walker.reraise_fatal) is raised again instead of counted."""
-    walker.reraise_fatal(error)
+    run (obnamlib.errors.reraise_fatal) is raised again instead of counted."""
+    obnamlib.errors.reraise_fatal(error)
     if isinstance(error, obnamlib.errors.ObnamError):
         return error
     cls = obnamlib.errors.ObnamIOError if io else \

@@ -195,3 +195,14 @@ class RepositoryCorrupt(ObnamError):
     """A file in the repository cannot be decoded (new in this implementation)."""
     code = legacy_code('RepositoryCorrupt', 'obnamlib.errors')
     msg = 'Repository is damaged: {what}: {reason}'
+
+
+def reraise_fatal(error):
+    """Raise `error` again if no later file can succeed either (its class
+    says `fatal = True`: a lost SSH connection to a pull backup's client).
+
+    Per-file handlers call this first, so one dead connection ends the run
+    with one error instead of an error per remaining file.
+    """
+    if getattr(error, 'fatal', False):
+        raise error

@@ -16,7 +16,6 @@ import stat
 import obnamlib.errors
 import obnamlib.metadata
 from obnamlib.metadata import decode_xattrs, encode_xattrs  # noqa: F401
-from obnamlib.walker import reraise_fatal
 
 
 class SetMetadataError(obnamlib.errors.ObnamError):
@@ -175,7 +174,7 @@ class MetadataApplier:
             try:
                 self.fs.lchown(path, *owner)
             except obnamlib.errors.ObnamError as e:
-                reraise_fatal(e)
+                obnamlib.errors.reraise_fatal(e)
 
     def _set_xattrs(self, path, md, errors):
         for name, value in decode_xattrs(md.xattr):
@@ -196,7 +195,7 @@ class MetadataApplier:
         try:
             func(*args)
         except obnamlib.errors.ObnamError as e:
-            reraise_fatal(e)
+            obnamlib.errors.reraise_fatal(e)
             errors.append(_set_error(path, what, e))
 
 

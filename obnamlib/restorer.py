@@ -198,7 +198,8 @@ class Restorer:
         its undamaged contents are still restored; None for a leaf."""
         try:
             children = self.repo.get_file_children(self.gen, path)
-        except obnamlib.errors.ObnamError:
+        except obnamlib.errors.ObnamError as e:
+            obnamlib.errors.reraise_fatal(e)
             return None
         return obnamlib.metadata.Metadata() if children else None
 
@@ -256,6 +257,7 @@ class Restorer:
         self.reporter.restored(path, md)
 
     def _failed(self, path, error):
+        obnamlib.errors.reraise_fatal(error)
         self.failed = True
         self.reporter.error('Failed to restore %s: %s' %
                             (os.fsdecode(path), _first_line(error)))

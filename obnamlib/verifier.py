@@ -106,7 +106,8 @@ class Verifier:
     def _has_children(self, path):
         try:
             return bool(self.repo.get_file_children(self.gen, path))
-        except obnamlib.errors.ObnamError:
+        except obnamlib.errors.ObnamError as e:
+            obnamlib.errors.reraise_fatal(e)
             return False
 
     def _backup_call(self, path, method, *args):
@@ -115,6 +116,7 @@ class Verifier:
         try:
             return method(*args)
         except obnamlib.errors.ObnamError as e:
+            obnamlib.errors.reraise_fatal(e)
             self.checked += 1
             self._fail(path, e.first_line())
             return None
@@ -129,6 +131,7 @@ class Verifier:
             st = self.fs.lstat(path)
             live = self.reader.read(path, st)
         except (OSError, obnamlib.errors.ObnamError) as e:
+            obnamlib.errors.reraise_fatal(e)
             return self._fail(path, 'missing or inaccessible: %s' % (
                 _strerror(e),))
         reason = metadata_difference(backup, live)
@@ -152,6 +155,7 @@ class Verifier:
         try:
             f = self.fs.open_read(path)
         except (OSError, obnamlib.errors.ObnamError) as e:
+            obnamlib.errors.reraise_fatal(e)
             return 'missing or inaccessible: %s' % (_strerror(e),)
         digest = hashlib.md5()
         chunks = self._backup_content(path)
@@ -160,6 +164,7 @@ class Verifier:
             for data in chunks:         # after a difference: is it ours?
                 digest.update(data)
         except obnamlib.errors.ObnamError as e:
+            obnamlib.errors.reraise_fatal(e)
             return e.first_line()
         except OSError as e:
             return 'missing or inaccessible: %s' % (_strerror(e),)

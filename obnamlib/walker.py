@@ -35,16 +35,6 @@ LISTING_BATCH = 32
 _S_ISDIR = stat_module.S_ISDIR
 
 
-def reraise_fatal(error):
-    """Raise `error` again if no later file can succeed either (its class
-    says `fatal = True`: a lost SSH connection to a pull backup's client).
-
-    Per-file handlers call this first, so one dead connection ends the run
-    with one error instead of an error per remaining file.
-    """
-    if getattr(error, 'fatal', False):
-        raise error
-
 
 def join(dirname, basename):
     """Child path below dirname (bytes), without doubling the root slash."""
@@ -178,7 +168,7 @@ def _open_dir(vfs, lister, path, st, exclusions, root_dev):
             filename=path, errno=e.errno, strerror=e.strerror)
         return _Frame(path, st, [], set()), error
     except obnamlib.errors.ObnamError as e:
-        reraise_fatal(e)
+        obnamlib.errors.reraise_fatal(e)
         return _Frame(path, st, [], set()), e
     if exclusions.exclude_caches and _is_cache_dir(vfs, path, entries):
         exclusions.log('Excluding (cache dir): %s' % _show(path))
@@ -218,12 +208,12 @@ def _tag_is_valid(vfs, path):
     try:
         f = vfs.open_read(path)
     except (OSError, obnamlib.errors.ObnamError) as e:
-        reraise_fatal(e)
+        obnamlib.errors.reraise_fatal(e)
         return False
     try:
         head = f.read(len(obnamlib.pathname_excluder.CACHEDIR_SIGNATURE))
     except (OSError, obnamlib.errors.ObnamError) as e:
-        reraise_fatal(e)
+        obnamlib.errors.reraise_fatal(e)
         return False
     finally:
         f.close()

@@ -858,3 +858,31 @@ def test_damaged_chunk_in_obnam_1_encrypted_repository(
         assert lost in good and lost not in bad
         del good[lost]
     assert bad == good
+
+
+class LostConnection(obnamlib.errors.ObnamError):
+    code = 'RTEST0X'
+    msg = 'connection lost'
+    fatal = True
+
+
+class TargetThatLosesItsConnection(obnamlib.vfs_local.LocalFS):
+    """A target VFS whose every file creation fails as a lost SFTP link."""
+
+    def open_write(self, path, *args, **kwargs):
+        raise LostConnection()
+
+
+def test_fatal_target_error_ends_restore_at_once(world):
+    tmp, live = world
+    for name in ('a', 'b', 'c'):
+        write(live / name, name.encode())
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    reporter = Collect()
+    r = obnamlib.restorer.Restorer(
+        repo, gen, TargetThatLosesItsConnection('/'),
+        os.fsencode(str(tmp / 'target')), reporter=reporter)
+    with pytest.raises(LostConnection):
+        r.restore()
+    assert reporter.errors == []

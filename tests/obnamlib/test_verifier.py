@@ -253,3 +253,29 @@ def test_unreadable_top_is_one_fatal_error(tmp_path):
     with pytest.raises(obnamlib.errors.ObnamError) as info:
         verify_damaged(repo_path, live)
     assert info.value.code == 'RB0D42X'
+
+
+class LostConnection(obnamlib.errors.ObnamError):
+    code = 'RTEST0X'
+    msg = 'connection lost'
+    fatal = True
+
+
+def test_fatal_live_error_ends_verify_at_once(tmp_path):
+    """A pull verify whose SSH link dies must stop, not fail every file."""
+    live = tmp_path / 'live'
+    make_tree(live)
+    back_up(tmp_path, live)
+    fs = live_fs()
+
+    def lost(path, *args, **kwargs):
+        raise LostConnection()
+
+    fs.open_read = lost
+    repo, _ = open_repository(tmp_path / 'repo')
+    failures = []
+    v = verifier.Verifier(repo, fs, repo.get_generation_ids('host')[-1],
+                          failures.append)
+    with pytest.raises(LostConnection):
+        v.verify_paths([os.fsencode(str(live))])
+    assert failures == []
