@@ -154,7 +154,7 @@ def _walk_forest(forest, limit, keep_nodes=False):
             walk.damaged.append((node_id, _reason(e)))
             continue
         if keep_nodes:
-            _keep(store, node_id, node)
+            store.remember(node_id, node)
         for message in _node_problems(node, len(data), limit, lo, hi,
                                       is_root):
             walk.bad.append((node_id, message))
@@ -172,11 +172,6 @@ def _walk_forest(forest, limit, keep_nodes=False):
     return walk
 
 
-def _keep(store, node_id, node):
-    """Put a node just read into the store's cache, as a lookup would."""
-    if node_id not in store.cache:
-        store.cache[node_id] = node
-        store._evict()
 
 
 def _reason(error):

@@ -47,9 +47,15 @@ class NodeStore:
             return node
         data = self.read_raw(node_id)
         node = codec.decode(data, self.key_size, self.dirname, node_id)
-        self.cache[node_id] = node
-        self._evict()
+        self.remember(node_id, node)
         return node
+
+    def remember(self, node_id, node):
+        """Cache a clean node decoded elsewhere (fsck reads nodes itself),
+        so later lookups need not read it again."""
+        if node_id not in self.cache:
+            self.cache[node_id] = node
+            self._evict()
 
     def is_leaf(self, node_id):
         """Whether a node is a leaf, without decoding it if not cached."""
