@@ -193,9 +193,16 @@ class LocalFS(obnamlib.vfs.VirtualFileSystem):
         return sorted(os.listdir(self._full(path)))
 
     def rename(self, old, new):
-        full_new = self._full(new)
+        full_old, full_new = self._full(old), self._full(new)
         self._make_parent(full_new)
-        os.replace(self._full(old), full_new)
+        try:
+            os.replace(full_old, full_new)
+        except FileNotFoundError:
+            if not os.path.lexists(full_old):
+                raise
+            self._forget_dir(os.path.dirname(full_new))
+            self._make_parent(full_new)
+            os.replace(full_old, full_new)
 
     def lock(self, path, content=b''):
         try:

@@ -152,3 +152,16 @@ def test_temporary_files_left_by_a_crash_are_not_nodes_or_chunks(tmp_path):
     writer.close()
     assert not any('/new/' in path for path in leftovers(url))
     assert len(leftovers(url)) == 5
+
+
+def test_rename_remakes_a_target_directory_removed_behind_its_back(tmp_path):
+    vfs = obnamlib.vfs_local.LocalFS(str(tmp_path))
+    vfs.write_file('a/b/x', b'1')
+    vfs.rename('a/b/x', 'c/d/x')
+    os.remove(str(tmp_path / 'c/d/x'))
+    os.rmdir(str(tmp_path / 'c/d'))
+    vfs.write_file('a/b/y', b'2')
+    vfs.rename('a/b/y', 'c/d/y')
+    assert (tmp_path / 'c/d/y').read_bytes() == b'2'
+    with pytest.raises(FileNotFoundError):
+        vfs.rename('a/b/missing', 'c/d/z')
