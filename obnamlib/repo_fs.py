@@ -79,7 +79,26 @@ class RepositoryFS:
     # --- filtered content -------------------------------------------------
 
     def read_file(self, path):
-        data = self.read_raw(path)
+        return self._unwrap(path, self.read_raw(path))
+
+    @property
+    def reads_in_batches(self):
+        """Whether read_files saves round trips (the base has read_files:
+        SFTP); elsewhere it reads one file after another."""
+        return hasattr(self.base, 'read_files')
+
+    def read_files(self, paths):
+        """read_file of several files; the base reads them together when
+        it can.  Raises like read_file for the first file that fails."""
+        base_read_files = getattr(self.base, 'read_files', None)
+        if base_read_files is None:
+            return [self.read_file(path) for path in paths]
+        raw = base_read_files(list(paths))
+        self.bytes_read += sum(len(data) for data in raw)
+        return [self._unwrap(path, data) for path, data in zip(paths, raw)]
+
+    def _unwrap(self, path, data):
+        """The tag chain undone (one code path for every read)."""
         if not is_filtered(path, self.format5):
             return data
         if self.format5:
@@ -109,6 +128,18 @@ class RepositoryFS:
         from a second thread."""
         return (not self.format5 and
                 getattr(self.base, 'creates_in_background', False))
+
+    @property
+    def can_create_in_batches(self):
+        """Whether create_many_in_base may be used (the base has
+        create_files: SFTP)."""
+        return (not self.format5 and
+                hasattr(self.base, 'create_files'))
+
+    def create_many_in_base(self, items):
+        """The base's create_files for (path, already filtered data):
+        per item None or FileExistsError (chunk_writer.BatchChunkWriter)."""
+        return self.base.create_files(list(items))
 
     def write_behind(self, writer):
         """From now on create_file filters and counts the content, then
