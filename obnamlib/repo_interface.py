@@ -194,6 +194,11 @@ class Repository(abc.ABC):
     def get_chunk_content(self, chunk_id):
         """RepositoryChunkDoesNotExist if missing."""
 
+    def prefetch_chunks(self, chunk_ids):
+        """A hint: these chunks are read soon, in this order.  A format may
+        fetch them together (one round trip for many over SFTP) and hand
+        them to get_chunk_content; doing nothing is correct."""
+
     @abc.abstractmethod
     def has_chunk(self, chunk_id): ...
 

@@ -14,6 +14,12 @@ backed up, and each file it could not restore is named in an error line.
 
 The walk holds one directory listing per level of the current path, so a
 restore of a million files streams.  Output goes through a reporter object.
+
+Before fetching a chunk it has not announced, the restorer tells the
+repository which chunks come next (`prefetch_chunks`): the rest of the
+current file and the following regular files of the same directory, up to
+READ_AHEAD_CHUNKS chunks or about READ_AHEAD_BYTES.  Over SFTP that turns
+two round trips per small file into a few per window.
 """
 
 import hashlib
@@ -80,6 +86,11 @@ class RestoreStats:
 
 _DEVICE_OR_SPECIAL = (stat.S_IFIFO, stat.S_IFSOCK, stat.S_IFCHR, stat.S_IFBLK)
 
+# One prefetch hint names at most this many chunks (a small file has one)
+# and about this much data (estimated from the files' sizes).
+READ_AHEAD_CHUNKS = 64
+READ_AHEAD_BYTES = 32 * 1024 * 1024
+
 
 class Restorer:
     """Restores paths of one generation into `target` (bytes) on `fs`."""
@@ -101,6 +112,9 @@ class Restorer:
         self.stats = RestoreStats()
         self.failed = False
         self.hard_links = {}
+        self.upcoming = None      # (directory, names, index) after a leaf
+        self.hinted = set()       # chunk ids of the last prefetch hint
+        self.peeked = {}          # path -> (metadata, chunk ids) looked ahead
 
     # --- the whole run -------------------------------------------------------
 
@@ -159,34 +173,42 @@ class Restorer:
         """Post-order walk keeping one listing iterator per level."""
         if not self._make_directory(top):
             return
-        stack = [(top, top_md, self._children(top))]
+        stack = [[top, top_md, self._children(top), 0]]
         while stack:
-            path, md, names = stack[-1]
-            name = next(names, None)
-            if name is None:
+            level = stack[-1]
+            path, md, names, index = level
+            if index == len(names):
                 stack.pop()
                 self._finish(path, md)
                 continue
-            child = path.rstrip(b'/') + b'/' + name
+            level[3] = index + 1
+            child = _join(path, names[index])
             child_md = self._metadata(child)
             if child_md is None:
                 continue
             if _is_directory(child_md):
                 if self._make_directory(child):
-                    stack.append((child, child_md, self._children(child)))
+                    stack.append([child, child_md, self._children(child), 0])
             else:
-                self._restore_leaf(child, child_md)
+                self.upcoming = (path, names, index + 1)
+                try:
+                    self._restore_leaf(child, child_md)
+                finally:
+                    self.upcoming = None
 
     def _children(self, path):
         try:
-            return iter(self.repo.get_file_children(self.gen, path))
+            return list(self.repo.get_file_children(self.gen, path))
         except obnamlib.errors.ObnamError as e:
             self._failed(path, e)
-            return iter(())
+            return []
 
     def _metadata(self, path):
         """The path's metadata; if it is unreadable, the failure is reported
         and a name with children still stands for a directory."""
+        peeked = self.peeked.get(path)
+        if peeked is not None:
+            return peeked[0]
         try:
             return self.repo.get_metadata(self.gen, path)
         except obnamlib.errors.ObnamError as e:
@@ -337,8 +359,101 @@ class Restorer:
         if data is not None:
             yield data
             return
-        for chunk_id in self.repo.get_file_chunk_ids(self.gen, path):
+        peeked = self.peeked.pop(path, None)
+        chunk_ids = (peeked[1] if peeked is not None else
+                     self.repo.get_file_chunk_ids(self.gen, path))
+        for i, chunk_id in enumerate(chunk_ids):
+            if chunk_id not in self.hinted:
+                self._hint(path, chunk_ids[i:])
             yield self.repo.get_chunk_content(chunk_id)
+
+    # --- read-ahead ----------------------------------------------------------
+
+    def _hint(self, path, chunk_ids):
+        """Announce the next chunks: the rest of this file, then the next
+        regular files of its directory, within the read-ahead limits."""
+        window = _Window()
+        window.add(chunk_ids, self._chunk_size_guess(path, chunk_ids))
+        self.peeked = {}
+        for sibling in self._upcoming_files():
+            if window.full():
+                break
+            md, ids = self.peeked[sibling]
+            window.add(ids, _chunk_size(md, ids))
+        self.hinted = set(window.chunk_ids)
+        self.repo.prefetch_chunks(window.chunk_ids)
+
+    def _chunk_size_guess(self, path, chunk_ids):
+        try:
+            md = self.repo.get_metadata(self.gen, path)
+        except obnamlib.errors.ObnamError as e:
+            obnamlib.errors.reraise_fatal(e)
+            return 0
+        return _chunk_size(md, chunk_ids)
+
+    def _upcoming_files(self):
+        """Paths of the regular files after the current leaf whose content
+        the restore will fetch, each peeked into self.peeked."""
+        if self.upcoming is None:
+            return
+        directory, names, start = self.upcoming
+        for name in names[start:]:
+            path = _join(directory, name)
+            try:
+                md = self.repo.get_metadata(self.gen, path)
+                if not _fetches_content(md) or self._will_link(md):
+                    continue
+                if self.repo.get_file_data(self.gen, path) is not None:
+                    continue
+                ids = self.repo.get_file_chunk_ids(self.gen, path)
+            except obnamlib.errors.ObnamError as e:
+                obnamlib.errors.reraise_fatal(e)
+                continue        # reported when the restore gets there
+            self.peeked[path] = (md, ids)
+            yield path
+
+    def _will_link(self, md):
+        return bool(md.st_nlink and md.st_nlink >= 2 and
+                    md.st_ino is not None and
+                    (md.st_dev, md.st_ino) in self.hard_links)
+
+
+class _Window:
+    """The chunk ids of one prefetch hint, without repeats, in order."""
+
+    def __init__(self):
+        self.chunk_ids = []
+        self.seen = set()
+        self.bytes = 0
+
+    def full(self):
+        return (len(self.chunk_ids) >= READ_AHEAD_CHUNKS or
+                self.bytes >= READ_AHEAD_BYTES)
+
+    def add(self, chunk_ids, chunk_size):
+        for chunk_id in chunk_ids:
+            if self.full():
+                return
+            if chunk_id not in self.seen:
+                self.seen.add(chunk_id)
+                self.chunk_ids.append(chunk_id)
+                self.bytes += chunk_size
+
+
+def _chunk_size(md, chunk_ids):
+    """A chunk's size, guessed from the file's size (the last one may be
+    short)."""
+    if not chunk_ids or not md.st_size:
+        return 0
+    return -(-md.st_size // len(chunk_ids))
+
+
+def _fetches_content(md):
+    return md.st_mode is not None and stat.S_ISREG(md.st_mode)
+
+
+def _join(dirname, basename):
+    return dirname.rstrip(b'/') + b'/' + basename
 
 
 def _end_at(f, size):
