@@ -1,9 +1,12 @@
 """The VFS on the local filesystem."""
 
+import array
 import errno
 import itertools
 import os
 import stat
+import struct
+import sys
 import threading
 
 import obnamlib.errors
@@ -260,6 +263,22 @@ class LocalFS(obnamlib.vfs.VirtualFileSystem):
     def unlock(self, path):
         os.remove(self._full(path))
 
+    def spread_subdirectories(self, path):
+        """Make directory path (if needed) and mark it as the top of
+        directory hierarchies, so that ext2/3/4 place each directory made
+        in it in a block group of its own choosing (the Orlov allocator's
+        rule for home directories) instead of next to path.
+
+        For chunks/: each run's chunk files then land away from the
+        repository's churn and from files deleted nearby.  On ext4
+        without a journal every new inode otherwise scans past the
+        recently deleted inodes of its group (kernel recently_deleted()),
+        which took half a first backup's CPU time after a deletion.
+        Best effort: False where the filesystem has no such flag."""
+        full = self._full(path)
+        self._make_parent(os.path.join(full, 'x'))
+        return _set_top_directory_flag(full)
+
     def sync(self):
         """Make everything written so far durable (syncfs of the
         repository's filesystem: one call, not one fsync per file)."""
@@ -443,6 +462,41 @@ def _makedirs_private(path):
         except FileExistsError:
             if not os.path.isdir(directory):
                 raise
+
+
+_FS_TOPDIR_FL = 0x00020000
+
+
+def _ioctl_number(direction, number):
+    """Linux _IOC('f', number, long) (FS_IOC_GETFLAGS / SETFLAGS)."""
+    return ((direction << 30) | (struct.calcsize('l') << 16) |
+            (ord('f') << 8) | number)
+
+
+_FS_IOC_GETFLAGS = _ioctl_number(2, 1)
+_FS_IOC_SETFLAGS = _ioctl_number(1, 2)
+
+
+def _set_top_directory_flag(path):
+    """Set FS_TOPDIR_FL on a directory; True if it is set."""
+    if not sys.platform.startswith('linux'):
+        return False
+    import fcntl
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return False
+    try:
+        flags = array.array('i', [0])
+        fcntl.ioctl(fd, _FS_IOC_GETFLAGS, flags, True)
+        if not flags[0] & _FS_TOPDIR_FL:
+            flags[0] |= _FS_TOPDIR_FL
+            fcntl.ioctl(fd, _FS_IOC_SETFLAGS, flags, True)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _syncfs(fd):

@@ -66,6 +66,7 @@ class ChunkStore:
         self.written = []         # [first, last] id ranges this object wrote
         self.background = _background_writer(fs)
         self.writer = None        # self.background while writing behind
+        self.spread_asked = False
         self.listed_dir = None    # the chunk directory last listed, and
         self.listed_names = set()  # the names it held then
 
@@ -111,6 +112,7 @@ class ChunkStore:
         has flushed them already; after a discard nothing uses them)."""
         if on:
             if self.background is not None and self.writer is None:
+                self._spread_chunk_directories()
                 self.fs.write_behind(self.background)
                 self.writer = self.background
         elif self.writer is not None:
@@ -118,6 +120,15 @@ class ChunkStore:
             self.writer.wait()
             self.writer.drop_errors()
             self.writer = None
+
+    def _spread_chunk_directories(self):
+        """Ask the local filesystem to place each run's chunk directories
+        where it has room (vfs_local.LocalFS.spread_subdirectories)."""
+        if not self.spread_asked:
+            self.spread_asked = True
+            spread = getattr(self.fs, 'spread_subdirectories', None)
+            if spread is not None:
+                spread(TOPLEVEL)
 
     def close(self):
         """Finish writing and stop the writer thread (failures dropped)."""

@@ -165,3 +165,27 @@ def test_rename_remakes_a_target_directory_removed_behind_its_back(tmp_path):
     assert (tmp_path / 'c/d/y').read_bytes() == b'2'
     with pytest.raises(FileNotFoundError):
         vfs.rename('a/b/missing', 'c/d/z')
+
+
+def directory_flags(path):
+    import array
+    import fcntl
+    fd = os.open(str(path), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        flags = array.array('i', [0])
+        fcntl.ioctl(fd, obnamlib.vfs_local._FS_IOC_GETFLAGS, flags, True)
+        return flags[0]
+    finally:
+        os.close(fd)
+
+
+def test_spread_subdirectories_marks_a_top_directory(tmp_path):
+    vfs = obnamlib.vfs_local.LocalFS(str(tmp_path))
+    if not vfs.spread_subdirectories('chunks'):
+        pytest.skip('this filesystem has no top-directory flag')
+    top = obnamlib.vfs_local._FS_TOPDIR_FL
+    assert directory_flags(tmp_path / 'chunks') & top
+    assert (tmp_path / 'chunks').stat().st_mode & 0o777 == 0o700
+    assert vfs.spread_subdirectories('chunks')
+    vfs.create_file('chunks/1/2/3/4', b'x')
+    assert not directory_flags(tmp_path / 'chunks/1') & top

@@ -178,6 +178,10 @@ def test_backup_session_writes_behind_and_commit_waits(tmp_path):
     repo.set_file_chunk_ids(gen, b'/f', ids)
     repo.commit_client('c')
     assert repo.chunks.writer is None
+    if obnamlib.vfs_local.LocalFS(str(tmp_path)).spread_subdirectories('p'):
+        from tests.obnamlib.test_vfs_local import directory_flags
+        assert directory_flags(os.path.join(url, 'chunks')) & \
+            obnamlib.vfs_local._FS_TOPDIR_FL
     reader = repo_factory.open_repository(url=url)
     [gen] = reader.get_generation_ids('c')
     assert [reader.get_chunk_content(i)
