@@ -9,13 +9,18 @@ ChunkWriter thread behind the caller.  Free names are then found by listing
 each chunk directory once when the ids reach it, instead of by the
 exclusive create itself; the create stays exclusive, and a name another
 process takes in between stops the run (`chunk_writer.ChunkFileTaken`)
-rather than being shared.
+rather than being shared.  Over SFTP the creates are collected and made
+in batches (`chunk_writer.BatchChunkWriter`) in the caller's thread.
+
+Reading: `prefetch(ids)` reads chunk files together when the storage reads
+in batches (SFTP) into a bounded cache that `get` looks in first.
 """
 
+import collections
 import random
 
 from obnamlib import errors
-from obnamlib.fmt_6.chunk_writer import ChunkWriter
+from obnamlib.fmt_6.chunk_writer import BatchChunkWriter, ChunkWriter
 from obnamlib.fmt_6.keys import MAX_ID
 
 TOPLEVEL = 'chunks'
@@ -24,6 +29,10 @@ IDPATH_BITS = 12
 IDPATH_SKIP = 13
 _MASK = (1 << IDPATH_BITS) - 1
 _NOT_CHUNKS = ('lock', 'key', 'userkeys')
+
+# Chunks read ahead (prefetch) and kept for get, at most.
+CACHE_BYTES = 64 * 1024 * 1024
+CACHE_CHUNKS = 256
 
 
 def idpath(chunk_id):
@@ -45,10 +54,57 @@ def parse_chunk_name(name):
 
 
 def _background_writer(fs):
-    """A ChunkWriter if fs can leave its creates to one."""
-    if not getattr(fs, 'can_write_behind', False):
-        return None
-    return ChunkWriter()
+    """A ChunkWriter if fs can leave its creates to a thread; a
+    BatchChunkWriter if it can create many files at once; else None."""
+    if getattr(fs, 'can_write_behind', False):
+        return ChunkWriter()
+    if getattr(fs, 'can_create_in_batches', False):
+        return BatchChunkWriter(fs.create_many_in_base)
+    return None
+
+
+class FetchedChunks:
+    """Chunk contents read ahead, oldest first, within max_bytes and
+    max_chunks.  A new batch pushes out older entries, never its own
+    (what does not fit is dropped: get reads it then)."""
+
+    def __init__(self, max_bytes, max_chunks):
+        self.max_bytes = max_bytes
+        self.max_chunks = max_chunks
+        self.data = collections.OrderedDict()
+        self.bytes = 0
+
+    def __len__(self):
+        return len(self.data)
+
+    def __contains__(self, chunk_id):
+        return chunk_id in self.data
+
+    def get(self, chunk_id):
+        return self.data.get(chunk_id)
+
+    def discard(self, chunk_id):
+        data = self.data.pop(chunk_id, None)
+        if data is not None:
+            self.bytes -= len(data)
+
+    def keep(self, fetched):
+        """Add (chunk id, data) pairs in order."""
+        batch = set()
+        for chunk_id, data in fetched:
+            self.discard(chunk_id)
+            while self.data and not self._fits(len(data)) and \
+                    next(iter(self.data)) not in batch:
+                self.discard(next(iter(self.data)))
+            if not self._fits(len(data)):
+                return
+            self.data[chunk_id] = data
+            self.bytes += len(data)
+            batch.add(chunk_id)
+
+    def _fits(self, size):
+        return (len(self.data) < self.max_chunks and
+                self.bytes + size <= self.max_bytes)
 
 
 class ChunkStore:
@@ -69,6 +125,7 @@ class ChunkStore:
         self.spread_asked = False
         self.listed_dir = None    # the chunk directory last listed, and
         self.listed_names = set()  # the names it held then
+        self.fetched = FetchedChunks(CACHE_BYTES, CACHE_CHUNKS)
 
     def put(self, data):
         """Write a new chunk file (maybe still in progress: see flush);
@@ -164,7 +221,32 @@ class ChunkStore:
         self.fs.write_file(path, data)
         return True
 
+    def prefetch(self, chunk_ids):
+        """Read these chunks together, for the get calls that follow, if
+        the storage reads in batches (SFTP).  If the batch fails (a chunk
+        missing or damaged), each get reads its own chunk and reports."""
+        if not getattr(self.fs, 'reads_in_batches', False):
+            return
+        wanted = [chunk_id for chunk_id in dict.fromkeys(chunk_ids)
+                  if chunk_id not in self.fetched and
+                  not self._is_pending(chunk_id)][:self.fetched.max_chunks]
+        if not wanted:
+            return
+        try:
+            contents = self.fs.read_files([idpath(c) for c in wanted])
+        except (OSError, errors.ObnamError) as e:
+            errors.reraise_fatal(e)
+            return
+        self.fetched.keep(zip(wanted, contents))
+
+    def _is_pending(self, chunk_id):
+        return (self.background is not None and
+                self.background.is_pending(idpath(chunk_id)))
+
     def get(self, chunk_id):
+        data = self.fetched.get(chunk_id)
+        if data is not None:
+            return data
         self._wait_for(chunk_id)
         path = idpath(chunk_id)
         try:
@@ -185,6 +267,7 @@ class ChunkStore:
         """Remove a chunk file; never one whose create failed here (its
         name may belong to another process)."""
         self._wait_for(chunk_id)
+        self.fetched.discard(chunk_id)
         if self.background is not None and \
                 self.background.has_failed(idpath(chunk_id)):
             return

@@ -374,6 +374,10 @@ class RepositoryFormat6(repo_interface.Repository):
     def get_chunk_content(self, chunk_id):
         return self.chunks.get(chunk_id)
 
+    def prefetch_chunks(self, chunk_ids):
+        """Read the chunk files together when the storage can (SFTP)."""
+        self.chunks.prefetch(chunk_ids)
+
     def has_chunk(self, chunk_id):
         return self.chunks.has(chunk_id)
 

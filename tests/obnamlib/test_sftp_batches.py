@@ -1,0 +1,223 @@
+"""Many chunk files per SFTP round trip: restore prefetches, a push backup
+creates chunks in batches.  Against a real OpenSSH sshd on 127.0.0.1; the
+round trips are what SftpFS counts."""
+
+import os
+
+import pytest
+
+from obnamlib import backup_engine, backup_progress, repo_factory
+from obnamlib.fmt_6 import chunk_store
+from obnamlib.fmt_6.chunk_writer import BatchChunkWriter, ChunkFileTaken
+from obnamlib.repo_fs import RepositoryFS
+from obnamlib.restorer import Restorer
+from obnamlib.vfs_local import LocalFS
+from obnamlib.vfs_sftp import SftpFS
+from tests.file_tree import snapshot
+from tests.gpg_fixture import gpg_home  # noqa: F401 (a fixture)
+from tests.obnamlib.restore_helpers import CLIENT, back_up
+from tests.obnamlib.test_vfs_sftp import (settings_for, shared_connection,
+                                          shared_sshd)
+
+SMALL_FILES = 128
+
+
+@pytest.fixture(autouse=True)
+def isolated_ssh_user(tmp_path, monkeypatch):
+    monkeypatch.delenv('SSH_AUTH_SOCK', raising=False)
+    home = tmp_path / 'home'
+    home.mkdir(exist_ok=True)
+    monkeypatch.setenv('HOME', str(home))
+
+
+def sftp_fs(path):
+    sshd = shared_sshd()
+    return SftpFS(sshd.url(str(path)), settings_for(sshd, 'openssh'),
+                  connection=shared_connection())
+
+
+def open_over_sftp(path, create=False, **settings):
+    """(Repository on `path` through SftpFS, that SftpFS)."""
+    fs = sftp_fs(path)
+    repo = repo_factory.open_repository(
+        vfs=fs, url=fs.url, create=create, lock_timeout=0, **settings)
+    return repo, fs
+
+
+def small_files(root, count=SMALL_FILES):
+    os.makedirs(root)
+    for i in range(count):
+        with open(os.path.join(root, 'f%03d' % i), 'wb') as f:
+            f.write(b'small file %d\n' % i * (i + 1))
+
+
+def restore(repo, gen, target):
+    Restorer(repo, gen, LocalFS('/'), os.fsencode(str(target))).restore()
+
+
+# --- restore ---------------------------------------------------------------
+
+def test_restoring_small_files_fetches_many_chunks_per_round_trip(tmp_path):
+    live = str(tmp_path / 'live')
+    small_files(live)
+    back_up(tmp_path / 'repo', live)
+    repo, fs = open_over_sftp(tmp_path / 'repo')
+    gen = repo.get_generation_ids(CLIENT)[-1]
+    before = fs.round_trips
+    restore(repo, gen, tmp_path / 'restored')
+    spent = fs.round_trips - before
+    assert snapshot(str(tmp_path / 'restored') + live) == snapshot(live)
+    # One by one: two round trips per chunk file (256).  In windows of 64
+    # chunks: two per window, plus the B-tree nodes.
+    assert fs.requests['OPEN'] >= SMALL_FILES
+    assert spent <= SMALL_FILES // 8, spent
+
+
+def test_restoring_large_files_reads_their_chunks_ahead(tmp_path):
+    live = tmp_path / 'live'
+    live.mkdir()
+    contents = {name: os.urandom(size) for name, size in
+                (('a', 300000), ('b', 5), ('c', 200001), ('d', 0))}
+    for name, data in contents.items():
+        (live / name).write_bytes(data)
+    back_up(tmp_path / 'repo', live, chunk_size=4096)
+    repo, fs = open_over_sftp(tmp_path / 'repo')
+    gen = repo.get_generation_ids(CLIENT)[-1]
+    before = fs.round_trips
+    restore(repo, gen, tmp_path / 'restored')
+    spent = fs.round_trips - before
+    assert snapshot(str(tmp_path / 'restored') + str(live)) == \
+        snapshot(str(live))
+    assert spent <= 40, spent       # 124 chunks: 248 one by one
+
+
+def test_encrypted_compressed_repository_restores_over_sftp(
+        tmp_path, gpg_home):  # noqa: F811
+    live = str(tmp_path / 'live')
+    small_files(live, count=40)
+    settings = dict(encrypt_with=gpg_home.keys['Alice'],
+                    gnupghome=gpg_home.path, compress_with='deflate')
+    back_up(tmp_path / 'repo', live, **settings)
+    chunk = next(os.path.join(d, n) for d, _, ns in
+                 os.walk(tmp_path / 'repo' / 'chunks') for n in ns
+                 if n not in ('key', 'userkeys', 'lock'))
+    with open(chunk, 'rb') as f:
+        assert b'small file' not in f.read()
+    repo, fs = open_over_sftp(tmp_path / 'repo', **settings)
+    gen = repo.get_generation_ids(CLIENT)[-1]
+    before = fs.round_trips
+    restore(repo, gen, tmp_path / 'restored')
+    assert fs.round_trips - before <= 20
+    assert snapshot(str(tmp_path / 'restored') + live) == snapshot(live)
+
+
+def test_a_missing_chunk_fails_only_its_file(tmp_path):
+    """A batch read that fails leaves each chunk to its own read, which
+    names the damage."""
+    live = str(tmp_path / 'live')
+    small_files(live, count=10)
+    local_repo, gen = back_up(tmp_path / 'repo', live)
+    damaged = os.fsencode(live) + b'/f004'
+    chunk_id = local_repo.get_file_chunk_ids(gen, damaged)[0]
+    os.remove(tmp_path / 'repo' / chunk_store.idpath(chunk_id))
+    repo, fs = open_over_sftp(tmp_path / 'repo')
+    gen = repo.get_generation_ids(CLIENT)[-1]
+    errors = []
+    restorer = Restorer(repo, gen, LocalFS('/'),
+                        os.fsencode(str(tmp_path / 'restored')))
+    restorer.reporter.error = errors.append
+    with pytest.raises(Exception, match='RD6259X'):
+        restorer.restore()
+    assert len(errors) == 1 and 'f004' in errors[0], errors
+    restored = snapshot(str(tmp_path / 'restored') + live)
+    expected = snapshot(live)
+    del expected['f004']
+    assert restored == expected
+
+
+def test_fetched_chunks_stay_within_their_bounds():
+    cache = chunk_store.FetchedChunks(max_bytes=1000, max_chunks=4)
+    cache.keep([(1, b'a' * 400), (2, b'b' * 400), (3, b'c' * 400)])
+    assert (cache.get(1), cache.get(2), cache.get(3)) == (
+        b'a' * 400, b'b' * 400, None)       # a batch never evicts itself
+    cache.keep([(4, b'd' * 10), (5, b'e' * 10)])
+    assert cache.bytes <= 1000 and len(cache) <= 4
+    assert [cache.get(i) for i in (1, 2, 4, 5)] == [
+        b'a' * 400, b'b' * 400, b'd' * 10, b'e' * 10]
+    cache.keep([(6, b'f' * 700)])           # the oldest make room
+    assert [cache.get(i) for i in (1, 2, 4, 5, 6)] == [
+        None, None, b'd' * 10, b'e' * 10, b'f' * 700]
+    cache.keep([(7, b'g'), (8, b'h')])
+    assert len(cache) == 4 and cache.get(4) is None
+    cache.discard(6)
+    assert cache.get(6) is None and cache.bytes == 12
+
+
+def test_restore_keeps_at_most_the_cache_bound_in_memory(tmp_path,
+                                                         monkeypatch):
+    live = str(tmp_path / 'live')
+    small_files(live, count=100)
+    back_up(tmp_path / 'repo', live)
+    monkeypatch.setattr(chunk_store, 'CACHE_CHUNKS', 16)
+    repo, fs = open_over_sftp(tmp_path / 'repo')
+    gen = repo.get_generation_ids(CLIENT)[-1]
+    sizes = []
+    real_prefetch = repo.chunks.prefetch
+
+    def prefetch(chunk_ids):
+        real_prefetch(chunk_ids)
+        sizes.append(len(repo.chunks.fetched))
+    repo.chunks.prefetch = prefetch
+    restore(repo, gen, tmp_path / 'restored')
+    assert snapshot(str(tmp_path / 'restored') + live) == snapshot(live)
+    assert sizes and max(sizes) == 16
+
+
+# --- push backup -----------------------------------------------------------
+
+def push_backup(repo, live):
+    backup_engine.BackupEngine(
+        repo, LocalFS('/'), backup_engine.BackupOptions(CLIENT),
+        backup_progress.BackupProgress(), repo_io=repo.fs,
+    ).run([os.fsencode(live)])
+
+
+def test_push_backup_creates_chunk_files_in_batches(tmp_path):
+    live = str(tmp_path / 'live')
+    small_files(live)
+    repo, fs = open_over_sftp(tmp_path / 'repo', create=True)
+    push_backup(repo, live)
+    repo.close()
+    # One by one: two round trips per chunk file (256) plus the B-tree
+    # files, locks and directories (~160): 416 when measured.
+    assert fs.round_trips <= SMALL_FILES * 3 // 2, fs.round_trips
+    assert fs.requests['OPEN'] >= SMALL_FILES
+    chunk_files = [n for _, _, ns in os.walk(tmp_path / 'repo' / 'chunks')
+                   for n in ns if n != 'lock']
+    assert len(chunk_files) == SMALL_FILES
+    repo = repo_factory.open_repository(url=str(tmp_path / 'repo'))
+    restore(repo, repo.get_generation_ids(CLIENT)[-1], tmp_path / 'back')
+    assert snapshot(str(tmp_path / 'back') + live) == snapshot(live)
+
+
+def test_a_batched_create_never_replaces_a_file_taken_meanwhile(tmp_path):
+    (tmp_path / 'chunks' / '0').mkdir(parents=True)
+    (tmp_path / 'chunks' / '0' / 'b').write_bytes(b'theirs')
+    storage = RepositoryFS(sftp_fs(tmp_path))
+    assert storage.can_create_in_batches
+    writer = BatchChunkWriter(storage.create_many_in_base, max_files=3)
+    storage.write_behind(writer)
+    storage.create_file('chunks/0/a', b'A')
+    assert writer.is_pending('chunks/0/a')
+    storage.create_file('chunks/0/b', b'ours')
+    assert not (tmp_path / 'chunks' / '0' / 'a').exists()
+    with pytest.raises(ChunkFileTaken):
+        storage.create_file('chunks/1/c', b'C')   # the batch is full
+    assert writer.has_failed('chunks/0/b')
+    assert not writer.has_failed('chunks/0/a')
+    assert (tmp_path / 'chunks' / '0' / 'b').read_bytes() == b'theirs'
+    assert storage.read_file('chunks/0/a') == b'A'
+    storage.create_file('chunks/1/d', b'D')
+    assert not (tmp_path / 'chunks' / '1' / 'd').exists()
+    writer.flush()
+    assert storage.read_file('chunks/1/d') == b'D'
