@@ -372,24 +372,24 @@ class Restorer:
     def _hint(self, path, chunk_ids):
         """Announce the next chunks: the rest of this file, then the next
         regular files of its directory, within the read-ahead limits."""
-        window = _Window()
-        window.add(chunk_ids, self._chunk_size_guess(path, chunk_ids))
+        window = ReadAheadWindow()
+        window.add(chunk_ids, self._current_chunk_size(path, chunk_ids))
         self.peeked = {}
         for sibling in self._upcoming_files():
             if window.full():
                 break
             md, ids = self.peeked[sibling]
-            window.add(ids, _chunk_size(md, ids))
+            window.add(ids, chunk_size_guess(md, ids))
         self.hinted = set(window.chunk_ids)
         self.repo.prefetch_chunks(window.chunk_ids)
 
-    def _chunk_size_guess(self, path, chunk_ids):
+    def _current_chunk_size(self, path, chunk_ids):
         try:
             md = self.repo.get_metadata(self.gen, path)
         except obnamlib.errors.ObnamError as e:
             obnamlib.errors.reraise_fatal(e)
             return 0
-        return _chunk_size(md, chunk_ids)
+        return chunk_size_guess(md, chunk_ids)
 
     def _upcoming_files(self):
         """Paths of the regular files after the current leaf whose content
@@ -418,7 +418,7 @@ class Restorer:
                     (md.st_dev, md.st_ino) in self.hard_links)
 
 
-class _Window:
+class ReadAheadWindow:
     """The chunk ids of one prefetch hint, without repeats, in order."""
 
     def __init__(self):
@@ -440,7 +440,7 @@ class _Window:
                 self.bytes += chunk_size
 
 
-def _chunk_size(md, chunk_ids):
+def chunk_size_guess(md, chunk_ids):
     """A chunk's size, guessed from the file's size (the last one may be
     short)."""
     if not chunk_ids or not md.st_size:

@@ -154,15 +154,16 @@ class BatchChunkWriter:
         self.errors = []
 
     def submit(self, path, data, create=None):
-        """Add one exclusive create; a full batch is written at once.
-        Raises an earlier failure, or this batch's."""
+        """Add one exclusive create; a full batch is written first.
+        Raises an earlier failure, or that batch's (this file is then
+        not created)."""
         self._raise_error()
-        self.batch.append((path, data))
-        self.batch_bytes += len(data)
-        if len(self.batch) >= self.max_files or \
-                self.batch_bytes >= self.max_bytes:
+        if self.batch and (len(self.batch) >= self.max_files or
+                           self.batch_bytes + len(data) > self.max_bytes):
             self.wait()
             self._raise_error()
+        self.batch.append((path, data))
+        self.batch_bytes += len(data)
 
     def is_pending(self, path):
         return any(p == path for p, _ in self.batch)

@@ -455,6 +455,9 @@ class RepositoryFormat6(repo_interface.Repository):
         self._index(chunk_id, checksum, client_name)
 
     def _index(self, chunk_id, checksum, client_name):
+        # A chunk is indexed only once its file is written: a failed
+        # create surfaces while the caller still knows its new chunks.
+        self.chunks.flush()
         self.indexes.add(chunk_id, checksum, self._client_id(client_name))
         ids = self.unindexed.get(checksum)
         if ids and chunk_id in ids:
