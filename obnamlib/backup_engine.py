@@ -585,7 +585,7 @@ class BackupEngine:
             chunk_id = self._reuse(digest, data, mode)
             if chunk_id is not None:
                 return chunk_id, digest
-        chunk_id = self.repo.put_chunk_content(data)
+        chunk_id = self.repo.put_chunk_content(data, md5_digest=digest)
         self.new_chunks.append((chunk_id, digest))
         self.run_chunks[digest] = chunk_id
         self.chunk_bytes_written += len(data)

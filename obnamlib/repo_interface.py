@@ -187,8 +187,12 @@ class Repository(abc.ABC):
     # --- chunks -------------------------------------------------------------
 
     @abc.abstractmethod
-    def put_chunk_content(self, data):
-        """Store a new chunk file; returns its id.  Not yet in the indexes."""
+    def put_chunk_content(self, data, md5_digest=None):
+        """Store a new chunk file; returns its id.  Not yet in the indexes.
+
+        md5_digest: the caller's MD5 of data (saves hashing it twice).  While
+        the client is locked the file may still be being written; commits
+        and reads through the same object wait for it."""
 
     @abc.abstractmethod
     def get_chunk_content(self, chunk_id):

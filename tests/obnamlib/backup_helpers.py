@@ -2,6 +2,8 @@
 
 import os
 
+import obnamlib.errors
+
 
 def live_fs():
     """The live file system as backup and verify see it."""
@@ -145,3 +147,10 @@ def remove_deep(top, depth):
         fd = fds.pop()
         os.rmdir('d', dir_fd=fd)
         os.close(fd)
+
+
+class FatalTestError(obnamlib.errors.ObnamError):
+    """An error marked fatal, as a lost SSH connection is."""
+    code = 'RFFF01X'
+    msg = 'fatal test error'
+    fatal = True

@@ -650,11 +650,11 @@ def test_interrupted_run_resumes_from_its_checkpoint(tmp_path):
     class Interrupting(RepositoryFormat6):
         puts = 0
 
-        def put_chunk_content(self, data):
+        def put_chunk_content(self, data, md5_digest=None):
             Interrupting.puts += 1
             if Interrupting.puts == 30:
                 raise KeyboardInterrupt()
-            return super().put_chunk_content(data)
+            return super().put_chunk_content(data, md5_digest)
 
     live = tmp_path / 'live'
     live.mkdir()

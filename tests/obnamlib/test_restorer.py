@@ -16,7 +16,8 @@ import obnamlib.vfs_local
 from obnamlib.live_metadata import encode_xattrs
 from tests.gpg_fixture import reference_gpg_home  # noqa: F401
 from tests.obnamlib import restore_helpers as rh
-from tests.obnamlib.backup_helpers import make_deep, remove_deep
+from tests.obnamlib.backup_helpers import (
+    FatalTestError, make_deep, remove_deep)
 
 IS_ROOT = os.geteuid() == 0
 
@@ -860,17 +861,12 @@ def test_damaged_chunk_in_obnam_1_encrypted_repository(
     assert bad == good
 
 
-class LostConnection(obnamlib.errors.ObnamError):
-    code = 'RTEST0X'
-    msg = 'connection lost'
-    fatal = True
-
 
 class TargetThatLosesItsConnection(obnamlib.vfs_local.LocalFS):
     """A target VFS whose every file creation fails as a lost SFTP link."""
 
     def open_write(self, path, *args, **kwargs):
-        raise LostConnection()
+        raise FatalTestError()
 
 
 def test_fatal_target_error_ends_restore_at_once(world):
@@ -883,6 +879,6 @@ def test_fatal_target_error_ends_restore_at_once(world):
     r = obnamlib.restorer.Restorer(
         repo, gen, TargetThatLosesItsConnection('/'),
         os.fsencode(str(tmp / 'target')), reporter=reporter)
-    with pytest.raises(LostConnection):
+    with pytest.raises(FatalTestError):
         r.restore()
     assert reporter.errors == []

@@ -9,7 +9,7 @@ import pytest
 import obnamlib.errors
 
 from obnamlib import backup_engine, backup_progress, verifier
-from tests.obnamlib.backup_helpers import live_fs, open_repository
+from tests.obnamlib.backup_helpers import FatalTestError, live_fs, open_repository
 
 
 def back_up(tmp_path, live):
@@ -255,11 +255,6 @@ def test_unreadable_top_is_one_fatal_error(tmp_path):
     assert info.value.code == 'RB0D42X'
 
 
-class LostConnection(obnamlib.errors.ObnamError):
-    code = 'RTEST0X'
-    msg = 'connection lost'
-    fatal = True
-
 
 def test_fatal_live_error_ends_verify_at_once(tmp_path):
     """A pull verify whose SSH link dies must stop, not fail every file."""
@@ -269,13 +264,13 @@ def test_fatal_live_error_ends_verify_at_once(tmp_path):
     fs = live_fs()
 
     def lost(path, *args, **kwargs):
-        raise LostConnection()
+        raise FatalTestError()
 
     fs.open_read = lost
     repo, _ = open_repository(tmp_path / 'repo')
     failures = []
     v = verifier.Verifier(repo, fs, repo.get_generation_ids('host')[-1],
                           failures.append)
-    with pytest.raises(LostConnection):
+    with pytest.raises(FatalTestError):
         v.verify_paths([os.fsencode(str(live))])
     assert failures == []
