@@ -108,6 +108,7 @@ class ToolRun:
             return result
         finally:
             shutil.rmtree(target, ignore_errors=True)
+            os.sync()   # nor the next tool's restore
 
     def _measure(self, argv, cwd=None):
         before = self.sshd.server_cpu_seconds() if self.sshd else None
