@@ -364,16 +364,17 @@ class Restorer:
                      self.repo.get_file_chunk_ids(self.gen, path))
         for i, chunk_id in enumerate(chunk_ids):
             if chunk_id not in self.hinted:
-                self._hint(path, chunk_ids[i:])
+                self._hint(path, chunk_ids, i)
             yield self.repo.get_chunk_content(chunk_id)
 
     # --- read-ahead ----------------------------------------------------------
 
-    def _hint(self, path, chunk_ids):
-        """Announce the next chunks: the rest of this file, then the next
-        regular files of its directory, within the read-ahead limits."""
+    def _hint(self, path, chunk_ids, start):
+        """Announce the next chunks: this file's from `start`, then the
+        next regular files of its directory, within the read-ahead limits."""
         window = ReadAheadWindow()
-        window.add(chunk_ids, self._current_chunk_size(path, chunk_ids))
+        window.add(chunk_ids[start:],
+                   self._current_chunk_size(path, chunk_ids))
         self.peeked = {}
         for sibling in self._upcoming_files():
             if window.full():

@@ -882,3 +882,86 @@ def test_fatal_target_error_ends_restore_at_once(world):
     with pytest.raises(FatalTestError):
         r.restore()
     assert reporter.errors == []
+
+
+# --- read-ahead hints ------------------------------------------------------
+
+def record_hints_and_reads(repo):
+    """The real repository, with its prefetch hints and chunk reads noted
+    in order: [('hint', [ids]) or ('read', id)]."""
+    events = []
+    hint, read = repo.prefetch_chunks, repo.get_chunk_content
+
+    def prefetch_chunks(chunk_ids):
+        events.append(('hint', list(chunk_ids)))
+        hint(chunk_ids)
+
+    def get_chunk_content(chunk_id):
+        events.append(('read', chunk_id))
+        return read(chunk_id)
+    repo.prefetch_chunks = prefetch_chunks
+    repo.get_chunk_content = get_chunk_content
+    return events
+
+
+def test_every_chunk_is_announced_before_it_is_read(world):
+    tmp, live = world
+    for i in range(100):
+        (live / ('f%03d' % i)).write_bytes(b'%d' % i * 10)
+    (live / 'big').write_bytes(os.urandom(4096 * 70 + 1))
+    (live / 'sub').mkdir()
+    (live / 'sub' / 'x').write_bytes(b'x' * 9000)
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    events = record_hints_and_reads(repo)
+    r, rep = restorer(repo, gen, tmp / 'target')
+    r.restore()
+    assert rep.errors == []
+    assert facts(tmp / 'target' / str(live).lstrip('/')) == facts(live)
+    hints = [ids for kind, ids in events if kind == 'hint']
+    announced = set()
+    for kind, value in events:
+        if kind == 'hint':
+            announced = set(value)
+        else:
+            assert value in announced
+    assert all(len(ids) <= obnamlib.restorer.READ_AHEAD_CHUNKS
+               for ids in hints)
+    # 'big' (71 chunks) in two windows, then f000-f099 (100 chunks,
+    # the second window topped up from 'big's leftover), then sub/x.
+    assert [len(ids) for ids in hints] == [64, 64, 43, 3]
+    reads = [value for kind, value in events if kind == 'read']
+    assert sum(len(ids) for ids in hints) == len(reads) == 71 + 100 + 3
+
+
+def test_read_ahead_stops_at_its_byte_limit(world, monkeypatch):
+    tmp, live = world
+    for i in range(10):
+        (live / ('f%d' % i)).write_bytes(os.urandom(3 * 4096))
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    monkeypatch.setattr(obnamlib.restorer, 'READ_AHEAD_BYTES', 4 * 4096)
+    events = record_hints_and_reads(repo)
+    r, _ = restorer(repo, gen, tmp / 'target')
+    r.restore()
+    hints = [ids for kind, ids in events if kind == 'hint']
+    assert [len(ids) for ids in hints] == [4] * 7 + [2]
+
+
+def test_second_names_of_hard_links_are_not_read_ahead(world):
+    tmp, live = world
+    (live / 'a').write_bytes(b'linked data')
+    os.link(live / 'a', live / 'b')
+    (live / 'c').write_bytes(b'other')
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    events = record_hints_and_reads(repo)
+    r, _ = restorer(repo, gen, tmp / 'target')
+    r.restore()
+    restored = tmp / 'target' / str(live).lstrip('/')
+    assert os.stat(restored / 'a').st_ino == os.stat(restored / 'b').st_ino
+    assert (restored / 'b').read_bytes() == b'linked data'
+    assert events[0] == ('hint', [
+        repo.get_file_chunk_ids(gen, os.fsencode(live / name))[0]
+        for name in ('a', 'c')])
+    assert len([e for e in events if e[0] == 'read']) == 2

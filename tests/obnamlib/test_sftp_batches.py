@@ -244,3 +244,27 @@ def test_a_batched_create_never_replaces_a_file_taken_meanwhile(tmp_path):
     assert not (tmp_path / 'chunks' / '1' / 'd').exists()
     writer.flush()
     assert storage.read_file('chunks/1/d') == b'D'
+
+
+# --- RepositoryFS.read_files ----------------------------------------------
+
+@pytest.mark.parametrize('over_sftp', [False, True])
+def test_read_files_unwraps_like_read_file(tmp_path, over_sftp):
+    import larch.vfs
+    base = sftp_fs(tmp_path) if over_sftp else larch.vfs.LocalFS(
+        str(tmp_path))
+    storage = RepositoryFS(base, compress='deflate')
+    assert storage.reads_in_batches == over_sftp
+    contents = {'chunks/0/1': b'a' * 5000, 'chunks/0/2': b'',
+                'chunks/1/3': os.urandom(300), 'metadata/format': b'6\n'}
+    for path, data in contents.items():
+        storage.write_file(path, data)
+    before = storage.bytes_read
+    paths = sorted(contents)
+    assert storage.read_files(paths) == [contents[p] for p in paths]
+    assert storage.read_files(paths) == [storage.read_file(p)
+                                         for p in paths]
+    raw = sum(os.path.getsize(tmp_path / p) for p in paths)
+    assert storage.bytes_read - before == 3 * raw
+    with pytest.raises(FileNotFoundError):
+        storage.read_files(['chunks/0/1', 'chunks/9/9'])
