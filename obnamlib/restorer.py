@@ -17,7 +17,7 @@ restore of a million files streams.  Output goes through a reporter object.
 
 Before fetching a chunk it has not announced, the restorer tells the
 repository which chunks come next (`prefetch_chunks`): the rest of the
-current file and the following regular files of the same directory, up to
+current file and the regular files the walk reaches next, up to
 READ_AHEAD_CHUNKS chunks or about READ_AHEAD_BYTES.  Over SFTP that turns
 two round trips per small file into a few per window.
 """
@@ -90,6 +90,7 @@ _DEVICE_OR_SPECIAL = (stat.S_IFIFO, stat.S_IFSOCK, stat.S_IFCHR, stat.S_IFBLK)
 # and about this much data (estimated from the files' sizes).
 READ_AHEAD_CHUNKS = 64
 READ_AHEAD_BYTES = 32 * 1024 * 1024
+READ_AHEAD_NAMES = 1024     # names looked at for one hint, at most
 
 
 class Restorer:
@@ -112,7 +113,7 @@ class Restorer:
         self.stats = RestoreStats()
         self.failed = False
         self.hard_links = {}
-        self.upcoming = None      # (directory, names, index) after a leaf
+        self.walk = None          # the walk's levels, for read-ahead
         self.hinted = set()       # chunk ids of the last prefetch hint
         self.peeked = {}          # path -> (metadata, chunk ids) looked ahead
 
@@ -174,6 +175,7 @@ class Restorer:
         if not self._make_directory(top):
             return
         stack = [[top, top_md, self._children(top), 0]]
+        self.walk = stack
         while stack:
             level = stack[-1]
             path, md, names, index = level
@@ -190,11 +192,8 @@ class Restorer:
                 if self._make_directory(child):
                     stack.append([child, child_md, self._children(child), 0])
             else:
-                self.upcoming = (path, names, index + 1)
-                try:
-                    self._restore_leaf(child, child_md)
-                finally:
-                    self.upcoming = None
+                self._restore_leaf(child, child_md)
+        self.walk = None
 
     def _children(self, path):
         try:
@@ -393,15 +392,28 @@ class Restorer:
         return chunk_size_guess(md, chunk_ids)
 
     def _upcoming_files(self):
-        """Paths of the regular files after the current leaf whose content
-        the restore will fetch, each peeked into self.peeked."""
-        if self.upcoming is None:
+        """Paths of the regular files the walk reaches after the current
+        leaf, in its order (into directories, then back up), whose content
+        it will fetch, each peeked into self.peeked; at most READ_AHEAD_NAMES
+        names are looked at."""
+        if self.walk is None:
             return
-        directory, names, start = self.upcoming
-        for name in names[start:]:
-            path = _join(directory, name)
+        pending = [(path, names, index)
+                   for path, _, names, index in self.walk]
+        looked_at = 0
+        while pending and looked_at < READ_AHEAD_NAMES:
+            directory, names, index = pending.pop()
+            if index == len(names):
+                continue
+            pending.append((directory, names, index + 1))
+            path = _join(directory, names[index])
+            looked_at += 1
             try:
                 md = self.repo.get_metadata(self.gen, path)
+                if _is_directory(md):
+                    pending.append(
+                        (path, self.repo.get_file_children(self.gen, path), 0))
+                    continue
                 if not _fetches_content(md) or self._will_link(md):
                     continue
                 if self.repo.get_file_data(self.gen, path) is not None:

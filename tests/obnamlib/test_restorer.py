@@ -928,8 +928,9 @@ def test_every_chunk_is_announced_before_it_is_read(world):
     assert all(len(ids) <= obnamlib.restorer.READ_AHEAD_CHUNKS
                for ids in hints)
     # 'big' (71 chunks) in two windows, then f000-f099 (100 chunks,
-    # the second window topped up from 'big's leftover), then sub/x.
-    assert [len(ids) for ids in hints] == [64, 64, 43, 3]
+    # the second window topped up after 'big's leftover) and sub/x (a
+    # window goes on into the directories the walk enters next).
+    assert [len(ids) for ids in hints] == [64, 64, 46]
     reads = [value for kind, value in events if kind == 'read']
     assert sum(len(ids) for ids in hints) == len(reads) == 71 + 100 + 3
 
@@ -965,3 +966,21 @@ def test_second_names_of_hard_links_are_not_read_ahead(world):
         repo.get_file_chunk_ids(gen, os.fsencode(live / name))[0]
         for name in ('a', 'c')])
     assert len([e for e in events if e[0] == 'read']) == 2
+
+
+def test_read_ahead_follows_the_walk_into_and_out_of_directories(world):
+    tmp, live = world
+    for path in ('a/d/x', 'a/y', 'b', 'c/z'):
+        (live / path).parent.mkdir(parents=True, exist_ok=True)
+        (live / path).write_bytes(path.encode())
+    (live / 'c' / 'empty').mkdir()
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    events = record_hints_and_reads(repo)
+    r, _ = restorer(repo, gen, tmp / 'target')
+    r.restore()
+    assert facts(tmp / 'target' / str(live).lstrip('/')) == facts(live)
+    assert events[0] == ('hint', [
+        repo.get_file_chunk_ids(gen, os.fsencode(live / path))[0]
+        for path in ('a/d/x', 'a/y', 'b', 'c/z')])
+    assert [kind for kind, _ in events] == ['hint'] + ['read'] * 4
