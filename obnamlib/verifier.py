@@ -13,7 +13,7 @@ repository's error), and every other object is still checked.
 
 Like the restorer, it tells the repository which chunks come next
 (`prefetch_chunks`): the rest of the file and the regular files the walk
-checks right after it (over SFTP, many chunk files per round trip).
+checks next (over SFTP, many chunk files per round trip).
 """
 
 import errno
@@ -24,7 +24,8 @@ import stat as stat_module
 
 import obnamlib.errors
 import obnamlib.live_metadata
-from obnamlib.restorer import ReadAheadWindow, chunk_size_guess
+from obnamlib.restorer import (READ_AHEAD_NAMES, ReadAheadWindow,
+                               chunk_size_guess)
 
 
 class VerifyFailure(obnamlib.errors.ObnamError):
@@ -197,25 +198,41 @@ class Verifier:
 
     def _hint(self, path, chunk_ids, chunk_size):
         """Announce the rest of this file's chunks and those of the regular
-        files the walk checks next (until it enters a directory)."""
+        files the walk checks next, in its order (into directories too)."""
         window = ReadAheadWindow()
         window.add(chunk_ids, chunk_size)
-        for entry_path, md, expanded in reversed(self.walk_stack):
-            if window.full() or expanded or md is _DAMAGED or \
-                    not md.isreg():
-                break
-            if entry_path == path:
-                continue
+        pending = list(self.walk_stack)
+        looked_at = 0
+        while pending and not window.full() and \
+                looked_at < READ_AHEAD_NAMES:
+            entry_path, md, expanded = pending.pop()
+            looked_at += 1
             try:
-                if self.repo.get_file_data(self.gen, entry_path) is not None:
-                    continue
-                ids = self.repo.get_file_chunk_ids(self.gen, entry_path)
+                if md is _DAMAGED or md.isdir():
+                    if not expanded:
+                        pending.extend(reversed(
+                            self._peek_children(entry_path)))
+                elif md.isreg() and self.repo.get_file_data(
+                        self.gen, entry_path) is None:
+                    ids = self.repo.get_file_chunk_ids(self.gen, entry_path)
+                    window.add(ids, chunk_size_guess(md, ids))
             except obnamlib.errors.ObnamError as e:
                 obnamlib.errors.reraise_fatal(e)
                 continue        # reported when the walk gets there
-            window.add(ids, chunk_size_guess(md, ids))
         self.hinted = set(window.chunk_ids)
         self.repo.prefetch_chunks(window.chunk_ids)
+
+    def _peek_children(self, path):
+        """The walk's entries for the children of path, looked at early."""
+        entries = []
+        for name in self.repo.get_file_children(self.gen, path):
+            child = _join(path, name)
+            try:
+                entries.append((child, self.repo.get_metadata(self.gen, child),
+                                False))
+            except obnamlib.errors.ObnamError as e:
+                obnamlib.errors.reraise_fatal(e)
+        return entries
 
 
 def _compare_with_live(f, chunks, digest):
