@@ -268,3 +268,30 @@ def test_read_files_unwraps_like_read_file(tmp_path, over_sftp):
     assert storage.bytes_read - before == 3 * raw
     with pytest.raises(FileNotFoundError):
         storage.read_files(['chunks/0/1', 'chunks/9/9'])
+
+
+def test_restore_and_verify_read_ahead_across_directories(tmp_path):
+    live = tmp_path / 'live'
+    for d in range(16):
+        for f in range(8):
+            path = live / ('d%02d' % d) / ('sub' * (d % 3)) / ('f%d' % f)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b'%d/%d\n' % (d, f) * (d + f + 1))
+    back_up(tmp_path / 'repo', live)
+    repo, fs = open_over_sftp(tmp_path / 'repo')
+    gen = repo.get_generation_ids(CLIENT)[-1]
+    before = fs.round_trips
+    restore(repo, gen, tmp_path / 'restored')
+    restored = fs.round_trips - before
+    assert snapshot(str(tmp_path / 'restored') + str(live)) == \
+        snapshot(str(live))
+    repo, fs = open_over_sftp(tmp_path / 'repo')     # nothing cached
+    gen = repo.get_generation_ids(CLIENT)[-1]
+    failures = []
+    before = fs.round_trips
+    Verifier(repo, LocalFS('/'), gen, failures.append).verify_paths(
+        [os.fsencode(str(live))])
+    verified = fs.round_trips - before
+    assert failures == []
+    # 128 chunk files in 27 directories: 256 round trips one by one.
+    assert max(restored, verified) <= 8, (restored, verified)
