@@ -13,11 +13,12 @@ import obnamlib.vfs_local
 CLIENT = 'client'
 
 
-def new_repository(path):
+def new_repository(path, client=CLIENT):
+    """A new local repository at path with one client."""
     repo = obnamlib.repo_factory.open_repository(
         url=str(path), create=True, lock_timeout=0)
     repo.lock_client_list()
-    repo.add_client(CLIENT)
+    repo.add_client(client)
     repo.commit_client_list()
     return repo
 

@@ -5,6 +5,7 @@ import pytest
 import obnamlib.errors
 import obnamlib.vfs
 import obnamlib.vfs_local
+from tests.obnamlib.restore_helpers import new_repository
 from tests.obnamlib.vfs_conformance import VfsConformance
 
 
@@ -103,10 +104,7 @@ def test_temporary_files_left_by_a_crash_are_not_nodes_or_chunks(tmp_path):
     from obnamlib.fmt_6.chunk_store import idpath
     from tests.obnamlib.repo_interface_conformance import file_md
     url = str(tmp_path / 'repo')
-    repo = repo_factory.open_repository(url=url, create=True, lock_timeout=0)
-    repo.lock_client_list()
-    repo.add_client('c')
-    repo.commit_client_list()
+    repo = new_repository(url, 'c')
     repo.lock_client('c')
     gen = repo.create_generation('c')
     chunk = repo.put_chunk_content(b'content')

@@ -9,6 +9,7 @@ import obnamlib.vfs_local
 from obnamlib import errors, filters, repo_factory, repo_fs
 from obnamlib.fmt_6 import chunk_store, chunk_writer
 from obnamlib.fmt_6.chunk_store import ChunkStore, idpath
+from tests.obnamlib.restore_helpers import new_repository
 
 
 class FixedStarts:
@@ -164,10 +165,7 @@ def test_backup_session_writes_behind_and_commit_waits(tmp_path):
     client's commit waits for them, so a reader opened after the commit
     finds every chunk the generation names."""
     url = str(tmp_path / 'repo')
-    repo = repo_factory.open_repository(url=url, create=True, lock_timeout=0)
-    repo.lock_client_list()
-    repo.add_client('c')
-    repo.commit_client_list()
+    repo = new_repository(url, 'c')
     repo.lock_client('c')
     assert repo.chunks.writer is not None
     gen = repo.create_generation('c')

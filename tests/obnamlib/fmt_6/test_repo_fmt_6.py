@@ -5,6 +5,7 @@ import pytest
 from obnamlib import repo_factory
 from tests.gpg_fixture import gpg_home  # noqa: F401
 from tests.obnamlib.repo_interface_conformance import RepositoryConformance
+from tests.obnamlib.restore_helpers import new_repository
 
 
 class TestFormat6Conformance(RepositoryConformance):
@@ -20,10 +21,7 @@ def test_damaged_node_is_reported_as_corruption(tmp_path):
     from obnamlib import errors
     from tests.obnamlib.repo_interface_conformance import dir_md
     url = str(tmp_path / 'repo')
-    repo = repo_factory.open_repository(url=url, create=True, lock_timeout=0)
-    repo.lock_client_list()
-    repo.add_client('c')
-    repo.commit_client_list()
+    repo = new_repository(url, 'c')
     repo.lock_client('c')
     gen = repo.create_generation('c')
     repo.set_metadata(gen, b'/', dir_md())
@@ -43,10 +41,7 @@ def test_locking_and_committing_without_changes_writes_nothing(tmp_path):
     from tests.obnamlib.repo_interface_conformance import dir_md
     from tests.obnamlib.test_repo_factory import _snapshot
     url = str(tmp_path / 'repo')
-    repo = repo_factory.open_repository(url=url, create=True, lock_timeout=0)
-    repo.lock_client_list()
-    repo.add_client('c')
-    repo.commit_client_list()
+    repo = new_repository(url, 'c')
     repo.lock_client('c')
     gen = repo.create_generation('c')
     repo.set_metadata(gen, b'/', dir_md())
@@ -132,10 +127,7 @@ def test_paths_sharing_a_default_file_id(tmp_path):
     a, b = b'/d/' + one, b'/d/' + two
     assert keys.default_file_id(a) == keys.default_file_id(b)
     url = str(tmp_path / 'repo')
-    repo = repo_factory.open_repository(url=url, create=True, lock_timeout=0)
-    repo.lock_client_list()
-    repo.add_client('c')
-    repo.commit_client_list()
+    repo = new_repository(url, 'c')
     repo.lock_client('c')
     gen = repo.create_generation('c')
     repo.set_metadata(gen, b'/d', dir_md())
