@@ -718,16 +718,24 @@ def test_hard_links_to_a_damaged_file_are_each_named(tmp_path):
                                    {'a-broken', 'a-link'})
 
 
-def test_unreadable_metadata_of_one_file(tmp_path):
+def restore_with_garbled_metadata(tmp_path, name):
+    """Back up damaged_world, garble the metadata of live/name, restore
+    (which must fail); (live, target, files, reporter)."""
     live, repo_path, files = damaged_world(tmp_path)
     rh.back_up(repo_path, live)
-    rh.garble_metadata(repo_path, live / 'b-fine')
+    rh.garble_metadata(repo_path, live / name)
     repo = obnamlib.repo_factory.open_repository(url=str(repo_path))
     gen = repo.get_generation_ids(rh.CLIENT)[-1]
     target = tmp_path / 'target'
     r, rep = restorer(repo, gen, target)
     with pytest.raises(obnamlib.restorer.RestoreErrors):
         r.restore()
+    return live, target, files, rep
+
+
+def test_unreadable_metadata_of_one_file(tmp_path):
+    live, target, files, rep = restore_with_garbled_metadata(
+        tmp_path, 'b-fine')
     assert rep.errors == [
         "Failed to restore %s: RB0D42X: Repository is damaged: metadata of "
         "%r: metadata value has 7 bytes, expected at least 144"
@@ -736,15 +744,8 @@ def test_unreadable_metadata_of_one_file(tmp_path):
 
 
 def test_unreadable_metadata_of_a_directory_keeps_its_contents(tmp_path):
-    live, repo_path, files = damaged_world(tmp_path)
-    rh.back_up(repo_path, live)
-    rh.garble_metadata(repo_path, live / 'dir')
-    repo = obnamlib.repo_factory.open_repository(url=str(repo_path))
-    gen = repo.get_generation_ids(rh.CLIENT)[-1]
-    target = tmp_path / 'target'
-    r, rep = restorer(repo, gen, target)
-    with pytest.raises(obnamlib.restorer.RestoreErrors):
-        r.restore()
+    live, target, files, rep = restore_with_garbled_metadata(
+        tmp_path, 'dir')
     assert len(rep.errors) == 1
     assert rep.errors[0].startswith(
         'Failed to restore %s: RB0D42X: Repository is damaged: metadata of '
