@@ -17,6 +17,10 @@ from larch.journal import Journal
 from larch.refcounts import GROUP_SIZE
 from larch.vfs import LocalFS
 
+# Nodes read together when the storage reads in batches (a node is at most
+# a node size, 256 KiB by default).
+READ_AHEAD_NODES = 64
+
 
 def check_forest(dirname, vfs=None, key_size=None, fix=False,
                  node_size=None, reader=None):
@@ -137,6 +141,7 @@ def _walk_forest(forest, limit, keep_nodes=False):
     store = forest.node_store
     key_size = forest.key_size
     queue = collections.deque()
+    ahead = {}
     for tree in forest.trees:
         walk.refs[tree.root_id] += 1
         queue.append((tree.root_id, None, None, None, True))
@@ -147,8 +152,12 @@ def _walk_forest(forest, limit, keep_nodes=False):
         if node_id in walk.reachable:
             continue
         walk.reachable.add(node_id)
+        if node_id not in ahead:
+            ahead = _read_ahead(store, node_id, queue, walk.reachable)
         try:
-            data = store.read_raw(node_id)
+            data = ahead.pop(node_id)
+            if isinstance(data, Exception):
+                raise data
             node = codec.decode(data, key_size, forest.dirname, node_id)
         except Exception as e:  # a node that cannot be read is damaged
             walk.damaged.append((node_id, _reason(e)))
@@ -172,6 +181,41 @@ def _walk_forest(forest, limit, keep_nodes=False):
     return walk
 
 
+def _read_ahead(store, node_id, queue, reachable):
+    """node id -> raw node (or the error reading it) for node_id and the
+    nodes the walk meets next (up to READ_AHEAD_NODES), read together if
+    the storage reads in batches (one round trip for many over SFTP)."""
+    wanted = [node_id]
+    for entry in queue:
+        if len(wanted) >= READ_AHEAD_NODES:
+            break
+        if entry[0] not in reachable and entry[0] not in wanted:
+            wanted.append(entry[0])
+    return _read_nodes(store, wanted)
+
+
+def _read_nodes(store, node_ids):
+    """Raw node files; a batch that fails (a node missing or damaged)
+    is read again node by node, so that each error names its node."""
+    journal = store.journal
+    vfs = journal.vfs
+    direct = [n for n in node_ids
+              if node_path(n) not in journal.new_files and
+              node_path(n) not in journal.deleted]
+    found = {}
+    if len(direct) > 1 and getattr(vfs, 'reads_in_batches', False):
+        try:
+            paths = [journal.dirname + '/' + node_path(n) for n in direct]
+            found = dict(zip(direct, vfs.read_files(paths)))
+        except Exception:   # storage filters raise their own errors
+            found = {}
+    for node_id in node_ids:
+        if node_id not in found:
+            try:
+                found[node_id] = store.read_raw(node_id)
+            except Exception as e:  # a node that cannot be read is damaged
+                found[node_id] = e
+    return found
 
 
 def _reason(error):

@@ -83,6 +83,12 @@ class FsckOptions:
 BATCH_CHUNK_IDS = 8192
 SHARED_CHUNK_BYTES = 8 * 1024 * 1024
 
+# One read-ahead hint to the repository (prefetch_chunks) names at most
+# this many chunks and about this much data (estimated from file sizes):
+# within what format 6 keeps of a prefetch (256 chunks, 64 MiB).
+READ_AHEAD_CHUNKS = 256
+READ_AHEAD_BYTES = 32 * 1024 * 1024
+
 
 @dataclasses.dataclass
 class FsckStats:
@@ -436,23 +442,25 @@ class Fsck:
                     else order(0))
         shared = _SharedChunks(
             collections.Counter(c for f in queued for c in f.chunk_ids))
+        ahead = _ReadAhead(queued)
         for item in queued:
             if self._verified(item.digest):
                 shared.forget(item.chunk_ids)
                 continue
-            whole = self._chunk_contents(item, shared)
+            whole = self._chunk_contents(item, shared, ahead)
             if whole is not None and self._check_whole_file(
                     item.shown, item.size, item.md5, whole):
                 self.verified_lists.add(item.digest)
         self._checking(walking)
 
-    def _chunk_contents(self, item, shared):
+    def _chunk_contents(self, item, shared, ahead):
         """A _WholeFile of the chunks' contents in order (streamed, so a
         big file is never in memory), or None if a chunk is damaged."""
         whole = _WholeFile()
         for i, chunk_id in enumerate(item.chunk_ids):
             data, md5 = shared.take(chunk_id), None
             if data is None:
+                self._read_ahead(ahead, chunk_id)
                 data, problem, md5 = self._read_chunk(chunk_id)
                 if problem is not None:
                     self._report('%s: %s' % (item.shown, problem))
@@ -461,6 +469,13 @@ class Fsck:
                 shared.keep(chunk_id, data)
             whole.update(data, md5)
         return whole
+
+    def _read_ahead(self, ahead, chunk_id):
+        """Before reading the first chunk of a window, tell the repository
+        the window (SFTP then reads it in a few round trips)."""
+        window = ahead.window_from(chunk_id, skip=self.bad_chunks)
+        if window:
+            self.repo.prefetch_chunks(window)
 
     def _read_chunk(self, chunk_id):
         """(content, problem, MD5 object of the content if computed)."""
@@ -521,6 +536,46 @@ class _WholeFile:
         else:
             self.md5.update(data)
         self.size += len(data)
+
+
+class _ReadAhead:
+    """The distinct chunks of a batch in the order they are first read,
+    cut into windows for prefetch hints.
+
+    A window starts at a chunk not hinted yet and takes the chunks that
+    follow, up to READ_AHEAD_CHUNKS and about READ_AHEAD_BYTES (a file's
+    size shared out over its chunks).  Each chunk is in one window only:
+    a read that the repository could not serve from a hint (a failed
+    batch, a chunk pushed out of its cache) reads that chunk alone."""
+
+    def __init__(self, queued):
+        sizes = {}
+        for item in queued:
+            each = (item.size or 0) // max(1, len(item.chunk_ids))
+            for chunk_id in item.chunk_ids:
+                sizes.setdefault(chunk_id, each)
+        self.order = list(sizes.items())
+        self.index = {chunk_id: i for i, (chunk_id, _) in
+                      enumerate(self.order)}
+        self.hinted = 0     # order[:hinted] were named in a hint
+
+    def window_from(self, chunk_id, skip=()):
+        """Chunk ids of the next window if chunk_id starts one, else [].
+        skip: chunks known damaged (they would fail the whole batch)."""
+        start = self.index.get(chunk_id)
+        if start is None or start < self.hinted:
+            return []
+        window, size, end = [], 0, start
+        while end < len(self.order) and len(window) < READ_AHEAD_CHUNKS:
+            next_id, next_size = self.order[end]
+            if window and size + next_size > READ_AHEAD_BYTES:
+                break
+            end += 1
+            if next_id not in skip:
+                window.append(next_id)
+                size += next_size
+        self.hinted = end
+        return window
 
 
 class _SharedChunks:
