@@ -69,6 +69,8 @@ READDIRS_IN_FLIGHT = 8    # OpenSSH sends up to 100 names per READDIR
 EXCL_ATTEMPTS = 5         # exclusive creates racing with removals
 WRITES_IN_FLIGHT = 32     # WRITE requests in flight before waiting
 SMALL_PAYLOAD = 64 * 1024  # smaller WRITE data is sent with its header
+SEND_BATCH = 256 * 1024   # queued requests are written at least this often
+RECEIVE_SIZE = 256 * 1024  # bytes asked for per read from the connection
 FILE_MODE = 0o600
 PREFETCH_SIZE = CHUNK - 1  # prefetch reads files up to this size whole
 _TRUNCATE = (proto.SFTP_FLAG_WRITE | proto.SFTP_FLAG_CREATE |
@@ -158,13 +160,122 @@ def _parse_port(port, url):
 
 
 class _Replies:
-    """Where paramiko delivers the replies to our pipelined requests."""
+    """Where the wire delivers the replies to one SftpFS's requests."""
 
     def __init__(self):
         self.got = {}
 
-    def _async_response(self, kind, msg, num):
-        self.got[num] = (kind, msg)
+
+class _Wire:
+    """One connection's SFTP packets, in both directions, without
+    paramiko's per-packet costs: requests are queued and written together
+    when a reply is awaited (one pipe write, and one SSH packet, for a
+    whole batch instead of one per request); replies are read in large
+    pieces and cut out of one buffer, each payload copied once (paramiko
+    reads the length and the body separately, grows the body by
+    concatenation and copies it twice more).  Every SftpFS sharing the
+    connection uses its wire, so request numbers stay unique."""
+
+    def __init__(self, sftp):
+        self.channel = sftp.sock
+        self.next_number = sftp.request_number
+        self.routes = {}            # request number -> _Replies or None
+        self.outgoing = []
+        self.outgoing_size = 0
+        self.incoming = bytearray()
+
+    def number(self, replies):
+        """A new request number; its reply goes to `replies` (None: drop)."""
+        num = self.next_number
+        self.next_number += 1
+        self.routes[num] = replies
+        return num
+
+    def queue(self, head, payload=None):
+        """Send later (at the next flush); a large payload goes now, after
+        what was queued, without being copied into the queue."""
+        self.outgoing.append(head)
+        self.outgoing_size += len(head)
+        if payload and len(payload) > SMALL_PAYLOAD:
+            self.flush()
+            self._write(payload)
+            return
+        if payload:
+            self.outgoing.append(payload)
+            self.outgoing_size += len(payload)
+        if self.outgoing_size >= SEND_BATCH:
+            self.flush()
+
+    def flush(self):
+        if self.outgoing:
+            data = b''.join(self.outgoing)
+            self.outgoing = []
+            self.outgoing_size = 0
+            self._write(data)
+
+    def _write(self, data):
+        view = memoryview(data)
+        while view:
+            sent = self.channel.send(view)
+            if sent <= 0:
+                raise EOFError('the SSH connection is closed')
+            view = view[sent:]
+
+    def receive_one(self):
+        """Read one reply and file it with the SftpFS that asked."""
+        kind, num, msg = self._next_packet()
+        replies = self.routes.pop(num, None)
+        if replies is not None:
+            replies.got[num] = (kind, msg)
+
+    def _next_packet(self):
+        buf = self.incoming
+        size = self._fill(4)
+        size = self._fill(4 + int.from_bytes(buf[:4], 'big'))
+        if size < 9:
+            raise paramiko.SSHException('Malformed SFTP reply')
+        kind = buf[4]
+        num = int.from_bytes(buf[5:9], 'big')
+        with memoryview(buf) as view:
+            if kind == proto.CMD_DATA and size >= 13:
+                msg = _DataReply(bytes(view[13:size]))
+            else:
+                msg = paramiko.Message(bytes(view[9:size]))
+        del buf[:size]
+        return kind, num, msg
+
+    def _fill(self, size):
+        """Have at least `size` bytes buffered; returns `size`."""
+        buf = self.incoming
+        while len(buf) < size:
+            piece = self.channel.recv(max(RECEIVE_SIZE, size - len(buf)))
+            if not piece:
+                raise EOFError('the SSH connection was closed')
+            buf += piece
+        return size
+
+
+class _DataReply:
+    """A DATA reply's payload, already cut out (read as paramiko's
+    Message would be: one string)."""
+
+    __slots__ = ('data',)
+
+    def __init__(self, data):
+        self.data = data
+
+    def get_string(self):
+        return self.data
+
+
+def _wire_of(connection):
+    """The connection's wire, made on first use (shared by every SftpFS
+    on it)."""
+    wire = getattr(connection, 'obnam_wire', None)
+    if wire is None:
+        wire = _Wire(connection.sftp)
+        connection.obnam_wire = wire
+    return wire
 
 
 def _live_errors(error_class, arg=0):
@@ -333,6 +444,7 @@ class SftpFS(VirtualFileSystem):
         self.owns_connection = connection is None
         self.connection = connection or ssh_auth.open_sftp(self.target)
         self.sftp = self.connection.sftp
+        self.wire = _wire_of(self.connection)
         try:
             self.root_bytes = self._resolve_root(self.parsed)
         except BaseException:
@@ -395,22 +507,13 @@ class SftpFS(VirtualFileSystem):
         self.requests[args[0] if kind == proto.CMD_EXTENDED
                       else _REQUEST_NAMES.get(kind, kind)] += 1
         self._sent_since_wait = True
-        sftp = self.sftp
-        with sftp._lock:
-            num = sftp.request_number
-            sftp.request_number += 1
-            sftp._expecting[num] = self._replies if collect else type(None)
+        num = self.wire.number(self._replies if collect else None)
         body = _encode(num, args)
         if payload is not None:
             body += struct.pack('>I', len(payload))
         length = len(body) + 1 + (len(payload) if payload is not None else 0)
-        head = struct.pack('>IB', length, kind) + body
         try:
-            if payload and len(payload) > SMALL_PAYLOAD:
-                sftp._write_all(head)
-                sftp._write_all(payload)
-            else:
-                sftp._write_all(head + payload if payload else head)
+            self.wire.queue(struct.pack('>IB', length, kind) + body, payload)
         except (EOFError, OSError, paramiko.SSHException) as e:
             raise self._lost(e)
         return num
@@ -427,9 +530,11 @@ class SftpFS(VirtualFileSystem):
             if self.delay:
                 time.sleep(self.delay)
         try:
+            if num not in got:
+                self.wire.flush()
             while num not in got:
                 self._check_alive()
-                self.sftp._read_response()
+                self.wire.receive_one()
         except (EOFError, OSError, paramiko.SSHException) as e:
             raise self._lost(e)
         kind, msg = got.pop(num)
@@ -1234,6 +1339,10 @@ class SftpFS(VirtualFileSystem):
     def close(self):
         if self.connection is not None:
             self.log_requests()
+            try:
+                self.wire.flush()       # requests nobody waits for
+            except (EOFError, OSError, paramiko.SSHException):
+                pass
             if self.owns_connection:
                 try:
                     self.connection.close()
