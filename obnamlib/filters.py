@@ -60,21 +60,37 @@ def wrap(payload, compression=False, encrypt=None):
 def unwrap(data, decrypt=None, filename=''):
     """The payload inside stored bytes, undoing filters as the tags say.
 
-    decrypt: None (no key known) or a callable ciphertext -> bytes."""
+    decrypt: None (no key known) or a callable taking the ciphertext as a
+    bytes-like object (a memoryview) and returning a bytes-like plaintext.
+    Layers are peeled as views, so a large file is copied only once, into
+    the bytes returned."""
+    view = memoryview(data)
     while True:
-        tag, sep, rest = data.partition(b'\0')
-        if not sep:
-            raise errors.NoFilterTagError()
+        tag, rest = _split_tag(view)
         if tag == END:
-            return rest
+            return bytes(rest)
         if tag == DEFLATE:
-            data = _decompress(rest, filename)
+            view = memoryview(_decompress(rest, filename))
         elif tag == ENCRYPT1:
             if decrypt is None:
                 raise EncryptedFileWithoutKey(filename=filename)
-            data = decrypt(rest)
+            view = memoryview(decrypt(rest))
         else:
             raise errors.MissingFilterError(tagname=tag)
+
+
+# Tags are short words: look for the NUL in this many leading bytes first.
+_TAG_PROBE = 64
+
+
+def _split_tag(view):
+    """(tag bytes, view of the rest) at the first NUL of view."""
+    end = bytes(view[:_TAG_PROBE]).find(b'\0')
+    if end < 0 and len(view) > _TAG_PROBE:
+        end = bytes(view).find(b'\0')     # an unusually long tag
+    if end < 0:
+        raise errors.NoFilterTagError()
+    return bytes(view[:end]), view[end + 1:]
 
 
 def _decompress(data, filename):

@@ -362,6 +362,12 @@ class SymmetricCipher:
         return _encrypt_seipd(wkey.key, data, lead=wkey.skesk)
 
     def decrypt(self, data, passphrase):
+        return bytes(self.decrypt_view(data, passphrase))
+
+    def decrypt_view(self, data, passphrase):
+        """The plaintext as a bytes-like object (often a view of the
+        decryption buffer), for a caller that copies it anyway: saves a
+        copy of every file read through RepositoryFS."""
         passphrase = _as_bytes(passphrase)
         data = memoryview(data)     # packet bodies become views, not copies
         cipher_id = key = None
@@ -392,7 +398,7 @@ class SymmetricCipher:
 
     def _content(self, plain, tag):
         try:
-            return bytes(message_content(plain))
+            return message_content(plain)
         except OpenPgpFormatError:
             if tag == SED:      # no check bytes but garbage: wrong key
                 raise DecryptionFailed(reason='wrong passphrase')

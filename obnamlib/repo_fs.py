@@ -48,8 +48,9 @@ class RepositoryFS:
     keys: None (no encryption) or an object with `symmetric_key(toplevel)`
     (passphrase str, or None for an unencrypted toplevel) and
     `prepare_toplevel(toplevel)` (makes `key`/`userkeys` of a new toplevel).
-    cipher: `encrypt(data, passphrase)` / `decrypt(data, passphrase)`;
-    default: in-process OpenPGP (obnamlib.openpgp).
+    cipher: `encrypt(data, passphrase)` / `decrypt(data, passphrase)`,
+    optionally `decrypt_view` (takes and returns bytes-like objects, saves
+    copies); default: in-process OpenPGP (obnamlib.openpgp).
     format5: read a format-5 repository (no tags, §14); read-only.
     """
 
@@ -173,7 +174,10 @@ class RepositoryFS:
             passphrase = self.keys.symmetric_key(toplevel)
             if passphrase is None:
                 raise filters.EncryptedFileWithoutKey(filename=path)
-            return self.cipher.decrypt(data, passphrase)
+            decrypt_view = getattr(self.cipher, 'decrypt_view', None)
+            if decrypt_view is not None:
+                return decrypt_view(data, passphrase)
+            return self.cipher.decrypt(bytes(data), passphrase)
         return decrypt
 
     def _prepare(self, toplevel):

@@ -13,6 +13,7 @@ class XorCipher:
         return b'X' + bytes(b ^ 0x5a for b in data) + passphrase.encode()
 
     def decrypt(self, data, passphrase):
+        data = bytes(data)      # unwrap hands over a memoryview
         assert data.startswith(b'X') and data.endswith(passphrase.encode())
         return bytes(b ^ 0x5a for b in data[1:-len(passphrase)])
 
@@ -121,3 +122,23 @@ def test_format5_unwrap_layers():
     assert filters.unwrap_format5(zlib.compress(payload)) == payload
     assert filters.unwrap_format5(payload) == payload
     assert filters.unwrap_format5(b'x not zlib') == b'x not zlib'
+
+
+def test_decrypt_gets_a_view_and_may_return_one():
+    seen = []
+
+    def decrypt(data):
+        seen.append(type(data))
+        return memoryview(b'\0inner payload')
+    assert filters.unwrap(b'encrypt1\0whatever', decrypt) == b'inner payload'
+    assert seen == [memoryview]
+
+
+def test_long_unknown_tag_is_still_missing_filter_error():
+    with pytest.raises(errors.MissingFilterError):
+        filters.unwrap(b'x' * 100 + b'\0stuff')
+
+
+def test_unwrap_returns_bytes_for_any_bytes_like_input():
+    result = filters.unwrap(bytearray(b'\0abc'))
+    assert type(result) is bytes and result == b'abc'

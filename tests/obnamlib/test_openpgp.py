@@ -28,6 +28,15 @@ def test_round_trip(cipher, size):
     assert cipher.decrypt(cipher.encrypt(data, PASSPHRASE), PASSPHRASE) == data
 
 
+@pytest.mark.parametrize('size', [0, 1000, (1 << 20) + 3])
+def test_decrypt_view_of_a_view_gives_same_plaintext(cipher, size):
+    data = payload(size)
+    stored = b'encrypt1\0' + cipher.encrypt(data, PASSPHRASE)
+    plain = cipher.decrypt_view(memoryview(stored)[9:], PASSPHRASE)
+    assert isinstance(cipher.decrypt(stored[9:], PASSPHRASE), bytes)
+    assert bytes(plain) == data
+
+
 def test_key_is_derived_once_per_passphrase(cipher):
     first = cipher.encrypt(b'a', PASSPHRASE)
     second = cipher.encrypt(b'a', PASSPHRASE)
