@@ -5,6 +5,9 @@ strings; each names the forest, the node id and the trees (by root id) it
 affects. With fix=True refcounts are corrected, unreachable node files
 deleted and the journal recovered; every problem then ends in "[fixed]" or
 "[not fixed]".
+
+Nodes are walked breadth first; where the storage reads in batches (SFTP)
+the nodes next in line are read together.
 """
 
 import array

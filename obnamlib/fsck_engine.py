@@ -18,8 +18,10 @@ Chunks are read in batches (which may span generations and clients), in
 the checker's order (format 6: chunk file names, so that a disk reads
 them nearly sequentially), each at most once per batch: a chunk several
 files of a batch use stays in memory until its last use (within a byte
-limit).  A file whose chunk list and checksum were verified in this or
-the previous generation (an unchanged file, a copy) is not read again.
+limit).  The repository is told each window of chunks a batch reads next
+(prefetch_chunks), so that SFTP reads hundreds of chunk files in a few
+round trips.  A file whose chunk list and checksum were verified in this
+or the previous generation (an unchanged file, a copy) is not read again.
 What is kept for the whole run are sets of ids, not per-file data.
 """
 

@@ -165,3 +165,40 @@ def test_larch_check_over_sftp_names_a_missing_node(tmp_path):
         'client %s (forest %s): node %d (generations %s): node %d is '
         'missing' % (CLIENT, client_id, victim,
                      repo.make_generation_spec(gen), victim)]
+
+
+# --- windows of the read-ahead -------------------------------------------------
+
+def queued(size, chunk_ids):
+    return fsck_engine._QueuedFile('f', size, None, list(chunk_ids), b'')
+
+
+def test_read_ahead_windows_name_each_chunk_once_in_first_use_order():
+    files = [queued(30, [5, 3, 9]), queued(10, [3]), queued(20, [9, 1])]
+    ahead = fsck_engine._ReadAhead(files)
+    assert ahead.window_from(5) == [5, 3, 9, 1]
+    assert ahead.window_from(3) == []       # hinted already
+    assert ahead.window_from(1) == []
+    assert ahead.window_from(7) == []       # not in the batch
+
+
+def test_read_ahead_starts_where_the_reads_are_after_skipped_files():
+    """Files verified in an earlier generation are skipped unread."""
+    ahead = fsck_engine._ReadAhead([queued(30, [5, 3, 9]),
+                                    queued(20, [9, 1])])
+    assert ahead.window_from(9) == [9, 1]
+    assert ahead.window_from(5) == []
+
+
+def test_read_ahead_windows_end_at_the_chunk_and_byte_limits(monkeypatch):
+    monkeypatch.setattr(fsck_engine, 'READ_AHEAD_CHUNKS', 3)
+    monkeypatch.setattr(fsck_engine, 'READ_AHEAD_BYTES', 100)
+    ahead = fsck_engine._ReadAhead([
+        queued(8, range(4)),            # 2 bytes each
+        queued(300, [10, 11]),          # 150 each: over the limit alone
+        queued(40, [20, 21, 22])])
+    assert ahead.window_from(0) == [0, 1, 2]
+    assert ahead.window_from(3) == [3]
+    assert ahead.window_from(10) == [10]
+    assert ahead.window_from(11) == [11]
+    assert ahead.window_from(20, skip={21}) == [20, 22]
