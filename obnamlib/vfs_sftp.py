@@ -830,7 +830,7 @@ class SftpFS(VirtualFileSystem):
         for path, (fstat, reads) in zip(paths, sent):
             _, msg = self._wait(fstat, path)
             sizes.append(SFTPAttributes._from_msg(msg).st_size or 0)
-            data.append(_collect_reads(self, reads, bytearray(), path))
+            data.append(_collect_reads(self, reads, _Pieces(), path))
         rest = [_send_reads(self, handle, len(got), size)
                 for handle, got, size in zip(handles, data, sizes)]
         for path, handle, got, size, reads in zip(paths, handles, data,
@@ -1367,18 +1367,36 @@ def _times_attrs(atime_ns, mtime_ns):
 
 
 def _encode(num, args):
-    """The fields of an SFTP request, packed as paramiko packs them."""
-    msg = paramiko.Message()
-    msg.add_int(num)
+    """The fields of an SFTP request, packed as paramiko packs them
+    (without a paramiko Message per request: thousands per restore)."""
+    parts = [_UINT32.pack(num)]
     for item in args:
         if isinstance(item, int64):
-            msg.add_int64(item)
+            parts.append(_UINT64.pack(item))
         elif isinstance(item, int):
-            msg.add_int(item)
+            parts.append(_UINT32.pack(item))
         elif isinstance(item, SFTPAttributes):
-            item._pack(msg)
+            parts.append(_encode_attrs(item))
         else:
-            msg.add_string(item)
+            if isinstance(item, str):
+                item = item.encode('utf-8')
+            parts.append(_UINT32.pack(len(item)))
+            parts.append(item)
+    return b''.join(parts)
+
+
+_UINT32 = struct.Struct('>I')
+_UINT64 = struct.Struct('>Q')
+_NO_ATTRS = _UINT32.pack(0)
+
+
+def _encode_attrs(attrs):
+    if (attrs.st_size is None and attrs.st_uid is None and
+            attrs.st_mode is None and attrs.st_atime is None and
+            not attrs.attr):
+        return _NO_ATTRS
+    msg = paramiko.Message()
+    attrs._pack(msg)
     return msg.asbytes()
 
 
@@ -1428,8 +1446,30 @@ def _send_reads(fs, handle, start, size):
             for offset in range(start, size, CHUNK)]
 
 
+class _Pieces:
+    """A file's content as the READ replies brought it, joined once at
+    the end (no copy at all when one reply held the whole file)."""
+
+    __slots__ = ('pieces', 'size')
+
+    def __init__(self):
+        self.pieces = []
+        self.size = 0
+
+    def __len__(self):
+        return self.size
+
+    def __iadd__(self, piece):
+        self.pieces.append(piece)
+        self.size += len(piece)
+        return self
+
+    def __bytes__(self):
+        return b''.join(self.pieces)
+
+
 def _collect_reads(fs, reads, data, path):
-    """Append the replies that continue `data` (bytearray); after a short
+    """Append the replies that continue `data` (_Pieces); after a short
     or empty one the rest are out of step and only drained."""
     in_step = True
     for offset, num in reads:
