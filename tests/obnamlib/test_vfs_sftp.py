@@ -1075,3 +1075,61 @@ def test_lost_connection_while_restoring_metadata_is_not_a_step_error(
             live_metadata.MetadataApplier(fs, euid=0).apply(b'/x', md)
     finally:
         fs.close()
+
+
+class _CountingChannel:
+    """The real channel, counting the writes that reach it."""
+
+    def __init__(self, channel):
+        self.channel = channel
+        self.sends = 0
+
+    def send(self, data):
+        self.sends += 1
+        return self.channel.send(data)
+
+    def recv(self, size):
+        return self.channel.recv(size)
+
+
+def test_requests_sent_together_go_out_in_one_write(fs, remote_dir,
+                                                    monkeypatch):
+    """64 small files: 64 OPENs in one write, then 64 FSTATs and READs
+    (and the CLOSEs) in another, not one write per request."""
+    contents = {'c/%02d' % i: b'chunk %d\n' % i * i for i in range(64)}
+    (remote_dir / 'c').mkdir()
+    for path, data in contents.items():
+        (remote_dir / path).write_bytes(data)
+    counting = _CountingChannel(fs.wire.channel)
+    monkeypatch.setattr(fs.wire, 'channel', counting)
+    before = fs.round_trips
+    assert fs.read_files(list(contents)) == list(contents.values())
+    assert fs.round_trips - before == 2
+    assert counting.sends == 2
+
+
+def test_filesystems_sharing_a_connection_get_their_own_replies(
+        fs, remote_dir):
+    """Replies are filed by request number with the SftpFS that asked,
+    whichever of them reads them from the connection."""
+    (remote_dir / 'a').write_bytes(b'a' * 10)
+    (remote_dir / 'b').write_bytes(b'b' * 20)
+    other = shared_fs(str(remote_dir))
+    assert other.wire is fs.wire
+    from paramiko import sftp as proto
+    from paramiko.sftp_attr import SFTPAttributes
+    num_a = fs._send(proto.CMD_LSTAT, os.fsencode(remote_dir / 'a'))
+    num_b = other._send(proto.CMD_LSTAT, os.fsencode(remote_dir / 'b'))
+    _, msg_b = other._wait(num_b)     # reads fs's reply on the way
+    _, msg_a = fs._wait(num_a)
+    assert SFTPAttributes._from_msg(msg_a).st_size == 10
+    assert SFTPAttributes._from_msg(msg_b).st_size == 20
+
+
+def test_replies_spanning_many_reads_of_the_connection_are_whole(
+        fs, remote_dir):
+    """Full READ replies (CHUNK bytes: more than a pipe holds) and the
+    short last one are cut out of the received bytes intact."""
+    data = os.urandom(vfs_sftp.CHUNK * 3 + 5)
+    (remote_dir / 'big').write_bytes(data)
+    assert fs.read_file('big') == data
