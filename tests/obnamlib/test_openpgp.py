@@ -273,3 +273,25 @@ def test_encrypt_to_unknown_or_signing_only_key_refused(subkeys_gpg_home):
     with pytest.raises(openpgp.UnsupportedRecipient) as info:
         openpgp.encrypt_to_public_keys(b'x', keyring, [primary])
     assert 'public-key algorithm 22 is not supported' in str(info.value)
+
+
+@pytest.mark.parametrize('cipher_id', [9, 7, 13, 3, 2])
+def test_reused_decryptor_matches_a_fresh_one_for_every_length(cipher_id):
+    # Lengths on and off block boundaries, in a row on one decryptor.
+    key = bytes(range(openpgp.key_length(cipher_id)))
+    reused = openpgp._ZeroIvDecryptor(cipher_id, key)
+    zero_iv = b'\0' * openpgp.block_size(cipher_id)
+    for size in [0, 1, 7, 8, 9, 15, 16, 17, 32, 33, 1000, 16, 5, 0, 24]:
+        data = payload(size)
+        fresh = openpgp._cfb(cipher_id, key, zero_iv).decryptor()
+        assert bytes(reused.decrypt(data)) == fresh.update(data)
+
+
+def test_reused_decryptor_recovers_after_a_failed_call():
+    key = bytes(32)
+    reused = openpgp._ZeroIvDecryptor(9, key)
+    reused.decrypt(payload(5))
+    with pytest.raises(TypeError):
+        reused.decrypt('not bytes')
+    fresh = openpgp._cfb(9, key, bytes(16)).decryptor()
+    assert bytes(reused.decrypt(payload(40))) == fresh.update(payload(40))
