@@ -27,6 +27,13 @@ leaves at worst an unused chunk file, a temporary file and the locks
 Errors about repository files name them by sftp:// URL; SFTP's bare
 "Failure" is checked against statvfs@openssh.com to report a full disk.
 
+The packets themselves go through a `_Wire` per connection rather than
+paramiko's SFTPClient: requests are queued and written together when a
+reply is awaited (one pipe write and one SSH packet per batch), replies
+are read in large pieces and each payload is copied once.  Restore of
+mkcorpus 0.1 from sftp://: client CPU 1.8 -> 1.4 s, ssh child 0.75 ->
+0.5 s, pipe reads ~45,000 -> ~2,000.
+
 Every request and round trip is counted (`requests`, `round_trips`) and
 logged when the object is closed or the program exits.
 
@@ -230,7 +237,7 @@ class _Wire:
 
     def _next_packet(self):
         buf = self.incoming
-        size = self._fill(4)
+        self._fill(4)
         size = self._fill(4 + int.from_bytes(buf[:4], 'big'))
         if size < 9:
             raise paramiko.SSHException('Malformed SFTP reply')
