@@ -167,7 +167,7 @@ def test_larch_check_over_sftp_names_a_missing_node(tmp_path):
                      repo.make_generation_spec(gen), victim)]
 
 
-# --- windows of the read-ahead -------------------------------------------------
+# --- windows of the read-ahead ---------------------------------------------
 
 def queued(size, chunk_ids):
     return fsck_engine._QueuedFile('f', size, None, list(chunk_ids), b'')
