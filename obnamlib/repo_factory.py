@@ -67,6 +67,7 @@ def open_repository(settings=None, vfs=None, create=False, url=None,
     """
     opts = _Settings(settings, overrides)
     url = url or opts['repository']
+    owns_storage = repo_fs is None and vfs is None
     if not url and vfs is None and repo_fs is None:
         raise errors.RepositorySettingMissingError()
     if repo_fs is None:
@@ -88,7 +89,8 @@ def open_repository(settings=None, vfs=None, create=False, url=None,
                              node_size=int(opts.get('node-size',
                                                     DEFAULTS['node-size'])),
                              lock_timeout=int(opts.get('lock-timeout', 60)),
-                             location=url or '')
+                             location=url or '',
+                             owns_storage=owns_storage)
 
 
 def _is_local(url):

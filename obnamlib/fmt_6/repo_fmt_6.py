@@ -53,10 +53,13 @@ class RepositoryFormat6(repo_interface.Repository):
     format_name = FORMAT
 
     def __init__(self, fs, node_size=None, lock_timeout=60, location='',
-                 lock_manager=None, clock=time.time):
+                 lock_manager=None, clock=time.time, owns_storage=False):
         """fs: the repository's StorageFS (RepositoryFS: filters applied),
-        with lock/unlock.  location names the repository in messages."""
+        with lock/unlock.  location names the repository in messages.
+        owns_storage: close fs too (e.g. end the ssh process of an SFTP
+        connection the factory opened)."""
         self.fs = fs
+        self.owns_storage = owns_storage
         self.node_size = node_size
         self.location = location
         self.clock = clock
@@ -78,7 +81,11 @@ class RepositoryFormat6(repo_interface.Repository):
         try:
             self.unlock_everything()
         finally:
-            self.chunks.close()
+            try:
+                self.chunks.close()
+            finally:
+                if self.owns_storage:
+                    self.fs.close()
 
     def lock_everything(self):
         self.lock_client_list()

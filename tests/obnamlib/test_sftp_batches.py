@@ -295,3 +295,24 @@ def test_restore_and_verify_read_ahead_across_directories(tmp_path):
     assert failures == []
     # 128 chunk files in 27 directories: 256 round trips one by one.
     assert max(restored, verified) <= 8, (restored, verified)
+
+
+# --- closing ---------------------------------------------------------------
+
+def test_closing_a_repository_the_factory_opened_ends_its_connection(
+        tmp_path):
+    """Otherwise the ssh process outlives the repository."""
+    sshd = shared_sshd()
+    repo = repo_factory.open_repository(
+        settings_for(sshd, 'openssh'), url=sshd.url(str(tmp_path / 'r')),
+        create=True, lock_timeout=0)
+    storage = repo.fs.base
+    assert storage.connection is not None
+    repo.close()
+    assert storage.connection is None
+
+
+def test_closing_a_repository_leaves_a_given_connection_open(tmp_path):
+    repo, fs = open_over_sftp(tmp_path / 'r', create=True)
+    repo.close()
+    assert fs.connection is not None
