@@ -17,18 +17,11 @@ from obnamlib.vfs_sftp import SftpFS
 from tests.file_tree import snapshot
 from tests.gpg_fixture import gpg_home  # noqa: F401 (a fixture)
 from tests.obnamlib.restore_helpers import CLIENT, back_up
-from tests.obnamlib.test_vfs_sftp import (settings_for, shared_connection,
-                                          shared_sshd)
+from tests.obnamlib.test_vfs_sftp import (  # noqa: F401 (a fixture)
+    isolated_ssh_user, settings_for, shared_connection, shared_sshd)
 
 SMALL_FILES = 128
 
-
-@pytest.fixture(autouse=True)
-def isolated_ssh_user(tmp_path, monkeypatch):
-    monkeypatch.delenv('SSH_AUTH_SOCK', raising=False)
-    home = tmp_path / 'home'
-    home.mkdir(exist_ok=True)
-    monkeypatch.setenv('HOME', str(home))
 
 
 def sftp_fs(path):

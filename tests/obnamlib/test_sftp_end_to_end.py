@@ -23,18 +23,10 @@ from obnamlib.backup_engine import ancestors
 from obnamlib.vfs_sftp import SftpFS
 from tests.gpg_fixture import gpg_home  # noqa: F401 (a fixture)
 from tests.obnamlib.repo_interface_conformance import RepositoryConformance
-from tests.obnamlib.test_vfs_sftp import (IS_ROOT, kill_sessions,
-                                          settings_for, shared_sshd,
-                                          small_tmpfs, world_readable_dir)
+from tests.obnamlib.test_vfs_sftp import (  # noqa: F401 (a fixture)
+    isolated_ssh_user, IS_ROOT, kill_sessions, settings_for, shared_sshd,
+    small_tmpfs, world_readable_dir)
 
-
-@pytest.fixture(autouse=True)
-def isolated_ssh_user(tmp_path, monkeypatch):
-    """No agent, no ~/.ssh of the person running the tests."""
-    monkeypatch.delenv('SSH_AUTH_SOCK', raising=False)
-    home = tmp_path / 'home'
-    home.mkdir(exist_ok=True)
-    monkeypatch.setenv('HOME', str(home))
 
 
 class TestFormat6OverSftp(RepositoryConformance):

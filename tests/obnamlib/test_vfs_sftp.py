@@ -108,7 +108,7 @@ def isolated_ssh_user(tmp_path, monkeypatch):
     """No agent, no ~/.ssh of the person running the tests (paramiko)."""
     monkeypatch.delenv('SSH_AUTH_SOCK', raising=False)
     home = tmp_path / 'home'
-    home.mkdir()
+    home.mkdir(exist_ok=True)
     monkeypatch.setenv('HOME', str(home))
 
 
