@@ -49,18 +49,26 @@ def restore(repo, gen, target):
     Restorer(repo, gen, LocalFS('/'), os.fsencode(str(target))).restore()
 
 
+def restore_over_sftp(tmp_path, live):
+    """Restore the newest generation of tmp_path/repo over SFTP, check it
+    equals live; (round trips it took, the SftpFS)."""
+    repo, fs = open_over_sftp(tmp_path / 'repo')
+    gen = repo.get_generation_ids(CLIENT)[-1]
+    before = fs.round_trips
+    restore(repo, gen, tmp_path / 'restored')
+    spent = fs.round_trips - before
+    assert snapshot(str(tmp_path / 'restored') + str(live)) == \
+        snapshot(str(live))
+    return spent, fs
+
+
 # --- restore ---------------------------------------------------------------
 
 def test_restoring_small_files_fetches_many_chunks_per_round_trip(tmp_path):
     live = str(tmp_path / 'live')
     small_files(live)
     back_up(tmp_path / 'repo', live)
-    repo, fs = open_over_sftp(tmp_path / 'repo')
-    gen = repo.get_generation_ids(CLIENT)[-1]
-    before = fs.round_trips
-    restore(repo, gen, tmp_path / 'restored')
-    spent = fs.round_trips - before
-    assert snapshot(str(tmp_path / 'restored') + live) == snapshot(live)
+    spent, fs = restore_over_sftp(tmp_path, live)
     # One by one: two round trips per chunk file (256).  In windows of 64
     # chunks: two per window (the B-tree nodes came with the generation).
     assert fs.requests['OPEN'] >= SMALL_FILES
@@ -95,13 +103,7 @@ def test_restoring_large_files_reads_their_chunks_ahead(tmp_path):
     for name, data in contents.items():
         (live / name).write_bytes(data)
     back_up(tmp_path / 'repo', live, chunk_size=4096)
-    repo, fs = open_over_sftp(tmp_path / 'repo')
-    gen = repo.get_generation_ids(CLIENT)[-1]
-    before = fs.round_trips
-    restore(repo, gen, tmp_path / 'restored')
-    spent = fs.round_trips - before
-    assert snapshot(str(tmp_path / 'restored') + str(live)) == \
-        snapshot(str(live))
+    spent, _ = restore_over_sftp(tmp_path, live)
     assert spent <= 40, spent       # 124 chunks: 248 one by one
 
 
@@ -271,13 +273,7 @@ def test_restore_and_verify_read_ahead_across_directories(tmp_path):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(b'%d/%d\n' % (d, f) * (d + f + 1))
     back_up(tmp_path / 'repo', live)
-    repo, fs = open_over_sftp(tmp_path / 'repo')
-    gen = repo.get_generation_ids(CLIENT)[-1]
-    before = fs.round_trips
-    restore(repo, gen, tmp_path / 'restored')
-    restored = fs.round_trips - before
-    assert snapshot(str(tmp_path / 'restored') + str(live)) == \
-        snapshot(str(live))
+    restored, _ = restore_over_sftp(tmp_path, live)
     repo, fs = open_over_sftp(tmp_path / 'repo')     # nothing cached
     gen = repo.get_generation_ids(CLIENT)[-1]
     failures = []
