@@ -283,18 +283,12 @@ class Fsck:
         """Only what differs from the generations checked before: the
         rest is the very same B-tree nodes, checked already."""
         for path in changed:
-            metadata = self._metadata(gen_id, path, where)
-            if metadata is None:
-                continue
-            self.stats.files += 1
-            self.reporter.counted(self.stats)
-            if metadata.isdir():
+            metadata = self._check_path(client_name, gen_id, path, where)
+            if metadata is not None and metadata.isdir():
                 for name in self._children(gen_id, path, where):
                     child = _join(path, name)
                     if child not in changed:
                         self._metadata(gen_id, child, where)
-            elif metadata.isreg() and not self.options.skip_files:
-                self._check_file(client_name, gen_id, path, metadata, where)
 
     def _name_users_of_damaged_chunks(self):
         """Files unchanged since an earlier generation were not looked at
@@ -353,16 +347,22 @@ class Fsck:
         stack = [b'/']
         while stack:
             path = stack.pop()
-            metadata = self._metadata(gen_id, path, where)
-            if metadata is None:
-                continue
-            self.stats.files += 1
-            self.reporter.counted(self.stats)
-            if metadata.isdir():
+            metadata = self._check_path(client_name, gen_id, path, where)
+            if metadata is not None and metadata.isdir():
                 children = self._children(gen_id, path, where)
                 stack.extend(_join(path, name) for name in reversed(children))
-            elif metadata.isreg() and not self.options.skip_files:
-                self._check_file(client_name, gen_id, path, metadata, where)
+
+    def _check_path(self, client_name, gen_id, path, where):
+        """Count and check one object (a file's chunks too); its metadata,
+        or None if that is unreadable."""
+        metadata = self._metadata(gen_id, path, where)
+        if metadata is None:
+            return None
+        self.stats.files += 1
+        self.reporter.counted(self.stats)
+        if metadata.isreg() and not self.options.skip_files:
+            self._check_file(client_name, gen_id, path, metadata, where)
+        return metadata
 
     def _metadata(self, gen_id, path, where):
         try:
