@@ -625,30 +625,40 @@ def test_client_tree_problems_name_generations_by_their_ids(pristine,
 
 # --- later generations: only what changed ------------------------------------
 
-def paths_with_changed_entries(repo, old_gen, new_gen):
-    """Brute force: paths of the file ids with an entry that is new or
-    different in new_gen (the file itself, or a directory listing it)."""
-    from obnamlib.fmt_6 import keys
+def paths_with_changed_entries(repo, checker, old_gen, new_gen):
+    """Brute force: every entry compared (not node by node), mapped to
+    paths as the checker maps them."""
     lo, hi = b'\0' * 18, b'\xff' * 18
     old = dict(repo._generation(old_gen).tree.lookup_range(lo, hi))
     tree = repo._generation(new_gen).tree
-    file_ids, paths = set(), set()
-    for key, value in tree.lookup_range(lo, hi):
-        if old.get(key) == value:
-            continue
-        prefix, main, subtype, subkey = keys.parse_tree_key(key)
-        if prefix != keys.PREFIX_FS:
-            continue
-        if subtype == keys.FILE_NAME:
-            paths.add(value)
-        elif subtype == keys.DIR_CONTENTS:
-            file_ids.update((main, subkey))
-        else:
-            file_ids.add(main)
-    for file_id in file_ids:
-        paths.add(tree.lookup(keys.file_key(file_id, keys.FILE_NAME,
-                                            file_id)))
-    return paths
+    changed = [(key, value) for key, value in tree.lookup_range(lo, hi)
+               if old.get(key) != value]
+    return checker._paths_of(tree, changed)
+
+
+def paths_that_differ(repo, old_gen, new_gen):
+    """Through the public API: paths of new_gen whose metadata, listing
+    or chunks are not those of old_gen."""
+    def facts(gen, path):
+        try:
+            md = repo.get_metadata(gen, path)
+        except errors.RepositoryFileDoesNotExistInGeneration:
+            return None
+        children = (repo.get_file_children(gen, path) if md.isdir()
+                    else None)
+        chunks = (repo.get_file_chunk_ids(gen, path) if md.isreg()
+                  else None)
+        return md, children, chunks
+
+    differ, stack = set(), [b'/']
+    while stack:
+        path = stack.pop()
+        new = facts(new_gen, path)
+        if new != facts(old_gen, path):
+            differ.add(path)
+        for name in new[1] or ():
+            stack.append(path.rstrip(b'/') + b'/' + name)
+    return differ
 
 
 def test_later_generations_check_exactly_the_changed_paths(pristine):
@@ -661,7 +671,10 @@ def test_later_generations_check_exactly_the_changed_paths(pristine):
             assert checker.changed_paths(client, first) is None
             changed = checker.changed_paths(client, second)
             assert changed == sorted(
-                paths_with_changed_entries(repo, first, second))
+                paths_with_changed_entries(repo, checker, first, second))
+            differ = paths_that_differ(repo, first, second)
+            assert any(p.endswith(b'/link-1') for p in differ)
+            assert differ <= set(changed)
             # The second backup added files and a symlink; the files of
             # the first round did not change.
             assert any(p.endswith(b'/link-1') for p in changed)
