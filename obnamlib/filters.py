@@ -76,11 +76,18 @@ def unwrap(data, decrypt=None, filename=''):
                 raise EncryptedFileWithoutKey(filename=filename)
             view = memoryview(decrypt(rest))
         else:
-            raise errors.MissingFilterError(tagname=tag)
+            raise errors.MissingFilterError(tagname=_shown_tag(tag))
 
 
 # Tags are short words: look for the NUL in this many leading bytes first.
 _TAG_PROBE = 64
+
+
+def _shown_tag(tag):
+    """A tag for an error line: a damaged file's "tag" can be megabytes."""
+    if len(tag) <= _TAG_PROBE:
+        return tag
+    return tag[:_TAG_PROBE] + b'... (%d bytes)' % len(tag)
 
 
 def _split_tag(view):

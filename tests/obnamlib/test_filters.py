@@ -139,6 +139,13 @@ def test_long_unknown_tag_is_still_missing_filter_error():
         filters.unwrap(b'x' * 100 + b'\0stuff')
 
 
+def test_a_huge_unknown_tag_is_shortened_in_the_message():
+    with pytest.raises(errors.MissingFilterError) as info:
+        filters.unwrap(b'x' * 1000000 + b'\0stuff')
+    assert str(info.value) == (
+        'R169C6X: Unknown filter tag: ' + 'x' * 64 + '... (1000000 bytes)')
+
+
 def test_unwrap_returns_bytes_for_any_bytes_like_input():
     result = filters.unwrap(bytearray(b'\0abc'))
     assert type(result) is bytes and result == b'abc'
