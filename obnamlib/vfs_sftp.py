@@ -450,7 +450,6 @@ class SftpFS(VirtualFileSystem):
         # A connection handed in stays open when this object is closed.
         self.owns_connection = connection is None
         self.connection = connection or ssh_auth.open_sftp(self.target)
-        self.sftp = self.connection.sftp
         self.wire = _wire_of(self.connection)
         try:
             self.root_bytes = self._resolve_root(self.parsed)
@@ -768,11 +767,14 @@ class SftpFS(VirtualFileSystem):
         parent, name = os.path.split(full)
         if listing is None or listing[0] != parent or not name:
             return False, None
-        attrs = listing[1].pop(name, None)
-        if attrs is None:
+        entries = listing[1]
+        if name not in entries:     # absent when listed: say so once
             self._fresh_listing = None
-        elif stat.S_ISLNK(attrs.st_mode or 0):
-            return False, None      # isdir follows links: ask the server
+            return True, None
+        attrs = entries[name]
+        if attrs is None or stat.S_ISLNK(attrs.st_mode or 0):
+            return False, None      # answered already, or a link: ask
+        entries[name] = None        # each entry answers once
         return True, attrs
 
     @_live_errors(ObnamSystemError)
@@ -1127,8 +1129,6 @@ class SftpFS(VirtualFileSystem):
         for attempt in range(EXCL_ATTEMPTS):
             try:
                 return self._create_making_parents(full, path, _EXCLUSIVE)
-            except FileNotFoundError:
-                raise
             except OSError as e:
                 if e.errno != errno.EIO:
                     raise

@@ -939,6 +939,9 @@ def test_round_trips_per_operation(fs, remote_dir):
     fs.listdir('d')
     fs.remove('d/chunk')
     assert cost(fs.exists, 'd/node') == (1, True)       # a change: asks
+    fs.listdir('d')
+    assert cost(fs.isdir, 'd/sub') == (0, True)
+    assert cost(fs.exists, 'd/sub') == (1, True)        # twice: asks
 
 
 def test_prefetch_reads_small_files_together(fs, remote_dir):
