@@ -282,12 +282,13 @@ class Fsck:
     def _check_changed(self, client_name, gen_id, where, changed):
         """Only what differs from the generations checked before: the
         rest is the very same B-tree nodes, checked already."""
+        changed_set = set(changed)
         for path in changed:
             metadata = self._check_path(client_name, gen_id, path, where)
             if metadata is not None and metadata.isdir():
                 for name in self._children(gen_id, path, where):
                     child = _join(path, name)
-                    if child not in changed:
+                    if child not in changed_set:
                         self._metadata(gen_id, child, where)
 
     def _name_users_of_damaged_chunks(self):
