@@ -169,6 +169,7 @@ class ChunkStore:
         has flushed them already; after a discard nothing uses them)."""
         if on:
             if self.background is not None and self.writer is None:
+                self.listed_dir = None      # list afresh: others write too
                 self._spread_chunk_directories()
                 self.fs.write_behind(self.background)
                 self.writer = self.background
@@ -194,8 +195,7 @@ class ChunkStore:
             self.background.close()
 
     def _wait_for(self, chunk_id):
-        if self.background is not None and \
-                self.background.is_pending(idpath(chunk_id)):
+        if self._is_pending(chunk_id):
             self.background.wait()
 
     def _note_written(self, chunk_id):
@@ -275,6 +275,8 @@ class ChunkStore:
         try:
             self.fs.remove(path)
         except FileNotFoundError:
+            if self.wrote(chunk_id):
+                return      # ours are at the default idpath: never created
             other = self._find_elsewhere(chunk_id)
             if other is not None:
                 self.fs.remove(other)

@@ -198,3 +198,18 @@ def test_put_chunk_content_takes_the_callers_md5(tmp_path):
         [chunk_id]
     assert repo.find_chunk_ids_by_content(data) == [chunk_id]
     repo.close()
+
+
+def test_removing_an_own_chunk_that_was_never_created_lists_nothing(
+        tmp_path, monkeypatch):
+    """Clean-up after a failed create: no walk of the whole chunk tree
+    (over SFTP, a round trip per directory)."""
+    store = ChunkStore(local_repo_fs(tmp_path), rng=FixedStarts(0x5000))
+    chunk_id = store.put(b'data')
+    os.remove(os.path.join(str(tmp_path), idpath(chunk_id)))
+
+    def no_walk():
+        raise AssertionError('the chunk tree was walked')
+
+    monkeypatch.setattr(store, '_walk', no_walk)
+    store.remove(chunk_id)
