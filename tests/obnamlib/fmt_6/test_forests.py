@@ -65,3 +65,12 @@ def test_readers_never_sync(tmp_path):
     reader = RepositoryFormat6(repo_fs.RepositoryFS(base), lock_timeout=0)
     assert reader.get_client_names() == ['c']
     assert base.log == []
+
+
+def test_only_writing_forests_sync_before_their_commit_flag(tmp_path):
+    from obnamlib.fmt_6 import forests
+    base = RecordingLocalFS(str(tmp_path))
+    writer = forests.open_forest(base, 'w', 8, 4096, allow_writes=True)
+    reader = forests.open_forest(base, 'w', 8, 4096, allow_writes=False)
+    assert isinstance(writer.vfs, forests.SyncBeforeCommit)
+    assert reader.vfs is base
