@@ -9,7 +9,6 @@ there is stopped afterwards.  `gnupghome=None` means gpg's default
 ($GNUPGHOME or ~/.gnupg).
 """
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -214,8 +213,7 @@ def key_fingerprint(key):
     keys are read directly, others are asked of gpg."""
     tag, body, _ = openpgp_packets.read_packet(key)
     if tag == PUBLIC_KEY and body[:1] == b'\x04':
-        framed = b'\x99' + len(body).to_bytes(2, 'big') + body
-        return hashlib.sha1(framed).hexdigest().upper()
+        return openpgp.v4_fingerprint(body).hex().upper()
     with TemporaryHome(key) as home:
         return home.primary_keys()[0][1]
 

@@ -130,10 +130,9 @@ class Verifier:
             self._fail(path, e.first_line())
             return None
 
-    def verify_one(self, path, backup=None):
-        """Compare one object; returns True if it matched."""
-        if backup is None:
-            backup = self.repo.get_metadata(self.gen, path)
+    def verify_one(self, path, backup):
+        """Compare one object with its backed-up metadata; True if it
+        matched."""
         self.checked += 1
         self.on_file(path, backup.st_size or 0)
         try:
