@@ -450,27 +450,23 @@ class BackupEngine:
             self._maybe_checkpoint()
 
     def _examine(self, path, st):
-        """(live Metadata or None if it cannot be read, stored Metadata)."""
+        """(live Metadata, stored Metadata), or (None, the error) if the
+        live object cannot be read."""
         try:
             md = self._live_metadata(path, st)
         except (OSError, obnamlib.errors.ObnamError) as e:
             obnamlib.errors.reraise_fatal(e)
-            return None, None
+            return None, e
         return md, self._old_metadata(path)
 
     def _backup_nondir(self, path, st, examined=None):
         is_reg = _S_ISREG(st.st_mode)
         self.progress.found(path, st.st_size if is_reg else 0)
-        if examined is not None and examined[0] is not None:
-            md, old = examined
-        else:
-            try:
-                md = self._live_metadata(path, st)
-            except (OSError, obnamlib.errors.ObnamError) as e:
-                self.progress.error(path, _as_obnam_error(e, path),
-                                    scanning=True)
-                return
-            old = self._old_metadata(path)
+        md, old = examined or self._examine(path, st)
+        if md is None:
+            self.progress.error(path, _as_obnam_error(old, path),
+                                scanning=True)
+            return
         if _is_unchanged(old, md):
             return
         if is_reg:
