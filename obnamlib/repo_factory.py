@@ -88,7 +88,8 @@ def open_repository(settings=None, vfs=None, create=False, url=None,
     return RepositoryFormat6(repo_fs,
                              node_size=int(opts.get('node-size',
                                                     DEFAULTS['node-size'])),
-                             lock_timeout=int(opts.get('lock-timeout', 60)),
+                             lock_timeout=int(opts.get(
+                                 'lock-timeout', DEFAULTS['lock-timeout'])),
                              location=url or '',
                              owns_storage=owns_storage)
 

@@ -183,4 +183,9 @@ def chunksums_range(checksum, chunk_id=None):
 
 def content_checksum(data):
     """MD5hex of a chunk's plaintext, as both indexes store it."""
-    return hashlib.md5(data).hexdigest().encode('ascii')
+    return checksum_of_digest(hashlib.md5(data).digest())
+
+
+def checksum_of_digest(md5_digest):
+    """The index form (MD5hex) of an MD5 digest the caller computed."""
+    return md5_digest.hex().encode('ascii')

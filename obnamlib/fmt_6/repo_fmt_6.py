@@ -373,7 +373,7 @@ class RepositoryFormat6(repo_interface.Repository):
         if md5_digest is None:
             checksum = keys.content_checksum(data)
         else:
-            checksum = md5_digest.hex().encode('ascii')
+            checksum = keys.checksum_of_digest(md5_digest)
         self.checksums[chunk_id] = checksum
         self.unindexed.setdefault(checksum, []).append(chunk_id)
         return chunk_id
@@ -393,7 +393,7 @@ class RepositoryFormat6(repo_interface.Repository):
         return self._find_by_checksum(checksum)
 
     def find_chunk_ids_by_md5(self, md5_digest):
-        return self._find_by_checksum(md5_digest.hex().encode('ascii'))
+        return self._find_by_checksum(keys.checksum_of_digest(md5_digest))
 
     def _find_by_checksum(self, checksum):
         found = self.indexes.find(checksum)
@@ -404,7 +404,7 @@ class RepositoryFormat6(repo_interface.Repository):
 
     def put_chunk_md5_into_indexes(self, chunk_id, md5_digest, client_name):
         self._require_indexes_lock()
-        self._index(chunk_id, md5_digest.hex().encode('ascii'), client_name)
+        self._index(chunk_id, keys.checksum_of_digest(md5_digest), client_name)
 
     def lock_chunk_indexes(self):
         self.locks.lock(CHUNK_DIRS)
