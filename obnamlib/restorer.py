@@ -315,7 +315,7 @@ class Restorer:
         f = self.fs.open_write(dest)
         try:
             try:
-                digest, size = self._write_content(path, f)
+                digest, size = self._write_content(path, md, f)
                 _end_at(f, size)
             finally:
                 f.close()
@@ -336,12 +336,12 @@ class Restorer:
             self.reporter.log('Could not remove damaged %s: %s' % (
                 os.fsdecode(dest), _first_line(e)))
 
-    def _write_content(self, path, f):
+    def _write_content(self, path, md, f):
         """Write every chunk, seeking over all-zero ones; (md5, size)."""
         digest = hashlib.md5()
         size = 0
         file_pos = 0
-        for data in self._content(path):
+        for data in self._content(path, md):
             digest.update(data)
             self.stats.bytes += len(data)
             self.reporter.downloaded(len(data))
@@ -353,27 +353,27 @@ class Restorer:
             size += len(data)
         return digest, size
 
-    def _content(self, path):
-        data = self.repo.get_file_data(self.gen, path)
-        if data is not None:
-            yield data
-            return
+    def _content(self, path, md):
         peeked = self.peeked.pop(path, None)
+        if peeked is None:      # a peeked file's content is in chunks
+            data = self.repo.get_file_data(self.gen, path)
+            if data is not None:
+                yield data
+                return
         chunk_ids = (peeked[1] if peeked is not None else
                      self.repo.get_file_chunk_ids(self.gen, path))
         for i, chunk_id in enumerate(chunk_ids):
             if chunk_id not in self.hinted:
-                self._hint(path, chunk_ids, i)
+                self._hint(md, chunk_ids, i)
             yield self.repo.get_chunk_content(chunk_id)
 
     # --- read-ahead ----------------------------------------------------------
 
-    def _hint(self, path, chunk_ids, start):
+    def _hint(self, md, chunk_ids, start):
         """Announce the next chunks: this file's from `start`, then the
         next regular files of its directory, within the read-ahead limits."""
         window = ReadAheadWindow()
-        window.add(chunk_ids[start:],
-                   self._current_chunk_size(path, chunk_ids))
+        window.add(chunk_ids[start:], chunk_size_guess(md, chunk_ids))
         self.peeked = {}
         for sibling in self._upcoming_files():
             if window.full():
@@ -382,14 +382,6 @@ class Restorer:
             window.add(ids, chunk_size_guess(md, ids))
         self.hinted = set(window.chunk_ids)
         self.repo.prefetch_chunks(window.chunk_ids)
-
-    def _current_chunk_size(self, path, chunk_ids):
-        try:
-            md = self.repo.get_metadata(self.gen, path)
-        except obnamlib.errors.ObnamError as e:
-            obnamlib.errors.reraise_fatal(e)
-            return 0
-        return chunk_size_guess(md, chunk_ids)
 
     def _upcoming_files(self):
         """Paths of the regular files the walk reaches after the current
