@@ -252,8 +252,8 @@ class Restorer:
     def _forget_link_source(self, path, md):
         """A failed first name cannot be linked to: the next name of the
         same inode tries to restore the data itself."""
-        key = (md.st_dev, md.st_ino)
-        if self.hard_links.get(key) == self.dest(path):
+        key = _link_key(md)
+        if key is not None and self.hard_links.get(key) == self.dest(path):
             del self.hard_links[key]
 
     def _create_leaf(self, path, md):
@@ -299,9 +299,9 @@ class Restorer:
 
     def _link_to_earlier(self, path, md):
         """Hard link to the first restored name of the same inode."""
-        if not md.st_nlink or md.st_nlink < 2 or md.st_ino is None:
+        key = _link_key(md)
+        if key is None:
             return False
-        key = (md.st_dev, md.st_ino)
         first = self.hard_links.get(key)
         if first is None:
             self.hard_links[key] = self.dest(path)
@@ -418,9 +418,8 @@ class Restorer:
             yield path
 
     def _will_link(self, md):
-        return bool(md.st_nlink and md.st_nlink >= 2 and
-                    md.st_ino is not None and
-                    (md.st_dev, md.st_ino) in self.hard_links)
+        key = _link_key(md)
+        return key is not None and key in self.hard_links
 
 
 class ReadAheadWindow:
@@ -451,6 +450,13 @@ def chunk_size_guess(md, chunk_ids):
     if not chunk_ids or not md.st_size:
         return 0
     return -(-md.st_size // len(chunk_ids))
+
+
+def _link_key(md):
+    """(device, inode) of an object with more than one name, else None."""
+    if not md.st_nlink or md.st_nlink < 2 or md.st_ino is None:
+        return None
+    return md.st_dev, md.st_ino
 
 
 def _fetches_content(md):
