@@ -289,12 +289,12 @@ class Fmt6Checker:
         indexes = self.repo.indexes
         try:
             list_tree, sums_tree = indexes._readers()
-            tree, forest = ((list_tree, indexes.list_forest)
-                            if which == CHUNKLIST else
-                            (sums_tree, indexes.sums_forest))
+            tree, key_size = ((list_tree, keys.CHUNKLIST_KEY_SIZE)
+                              if which == CHUNKLIST else
+                              (sums_tree, keys.CHUNKSUMS_KEY_SIZE))
             if tree is None:
                 return
-            yield from _entries(forest.node_store, tree.root_id, ())
+            yield from tree.iter_range(b'\0' * key_size, b'\xff' * key_size)
         except (larch.Error, errors.ObnamError):
             return
 
