@@ -108,33 +108,13 @@ def run_under_terminal(tmp_path, quiet):
     """Run a script with a pseudo-terminal as its controlling terminal and
     stdout redirected to a file: return (terminal bytes, stdout bytes)."""
     import os
-    import pty
+    from tests.terminal import run_on_terminal
     checkout = os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))))
-    stdout_path = str(tmp_path / 'stdout')
     script = PROGRESS_SCRIPT % (checkout, quiet)
-    pid, fd = pty.fork()
-    if pid == 0:    # pragma: no cover (child)
-        import fcntl
-        import struct
-        import termios
-        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack('HHHH', 24, 80, 0, 0))
-        out = os.open(stdout_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        os.dup2(out, 1)
-        os.execve('/usr/bin/python3', ['python3', '-c', script],
-                  {'TERM': 'xterm', 'PATH': '/usr/bin:/bin'})
-    terminal = b''
-    while True:
-        try:
-            chunk = os.read(fd, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        terminal += chunk
-    os.waitpid(pid, 0)
-    with open(stdout_path, 'rb') as f:
-        return terminal, f.read()
+    terminal, written, _ = run_on_terminal(['-c', script], tmp_path,
+                                           redirect=(1,))
+    return terminal, written[1]
 
 
 def test_progress_goes_to_the_terminal_only(tmp_path):

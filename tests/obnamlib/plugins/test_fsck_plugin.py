@@ -160,31 +160,9 @@ def small_repo(tmp_path_factory):
 def run_on_terminal(tmp_path, argv):
     """Run argv with a pseudo-terminal as its controlling terminal and
     stdout/stderr in files: (terminal bytes, stdout, stderr, exit code)."""
-    import pty
-    out_path, err_path = str(tmp_path / 'out'), str(tmp_path / 'err')
-    pid, fd = pty.fork()
-    if pid == 0:    # pragma: no cover (child)
-        import fcntl
-        import struct
-        import termios
-        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack('HHHH', 24, 100, 0, 0))
-        for target, path in ((1, out_path), (2, err_path)):
-            fd_out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-            os.dup2(fd_out, target)
-        os.execve('/usr/bin/python3', ['python3'] + argv,
-                  {'TERM': 'xterm', 'PATH': '/usr/bin:/bin'})
-    terminal = b''
-    while True:
-        try:
-            chunk = os.read(fd, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        terminal += chunk
-    _, status = os.waitpid(pid, 0)
-    with open(out_path, 'rb') as f, open(err_path, 'rb') as g:
-        return terminal, f.read(), g.read(), os.waitstatus_to_exitcode(status)
+    from tests.terminal import run_on_terminal
+    terminal, written, code = run_on_terminal(argv, tmp_path, columns=100)
+    return terminal, written[1], written[2], code
 
 
 def fsck_argv(repo, *args):
