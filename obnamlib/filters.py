@@ -47,14 +47,24 @@ def wrap(payload, compression=False, encrypt=None):
     """The bytes to store for `payload`.
 
     encrypt: None (no encryption) or a callable bytes -> ciphertext."""
-    data = tagged(END, payload)
-    if compression:
-        packed = compress(data)
-        if packed is not None:
-            data = tagged(DEFLATE, packed)
+    data = b''.join(unencrypted_parts(payload, compression))
     if encrypt is not None:
-        data = tagged(ENCRYPT1, encrypt(data))
+        data = ENCRYPT1_PREFIX + encrypt(data)
     return data
+
+
+def unencrypted_parts(payload, compression=False):
+    """The tag chain up to encryption, as parts to concatenate: a cipher
+    that takes parts (RepositoryFS's write-behind) never copies the
+    payload to put a tag in front of it."""
+    if compression:
+        packed = compress(tagged(END, payload))
+        if packed is not None:
+            return (DEFLATE + b'\0', packed)
+    return (END + b'\0', payload)
+
+
+ENCRYPT1_PREFIX = tagged(ENCRYPT1, b'')
 
 
 def unwrap(data, decrypt=None, filename=''):

@@ -86,9 +86,11 @@ BATCH_CHUNK_IDS = 8192
 SHARED_CHUNK_BYTES = 8 * 1024 * 1024
 
 # One read-ahead hint to the repository (prefetch_chunks) names at most
-# this many chunks and about this much data (estimated from file sizes):
-# within what format 6 keeps of a prefetch (256 chunks, 64 MiB).
-READ_AHEAD_CHUNKS = 256
+# this many chunks and about this much data (estimated from file sizes).
+# The next hint goes out when half of one is read, so that reading ahead
+# never stops: one and a half hints fit in what format 6 keeps of a
+# prefetch (256 chunks, 64 MiB).
+READ_AHEAD_CHUNKS = 128
 READ_AHEAD_BYTES = 32 * 1024 * 1024
 
 
@@ -545,11 +547,13 @@ class _ReadAhead:
     """The distinct chunks of a batch in the order they are first read,
     cut into windows for prefetch hints.
 
-    A window starts at a chunk not hinted yet and takes the chunks that
-    follow, up to READ_AHEAD_CHUNKS and about READ_AHEAD_BYTES (a file's
-    size shared out over its chunks).  Each chunk is in one window only:
-    a read that the repository could not serve from a hint (a failed
-    batch, a chunk pushed out of its cache) reads that chunk alone."""
+    A window starts at the first chunk not hinted yet, when the reads
+    reach it or the middle of the window before, and takes the chunks
+    that follow, up to READ_AHEAD_CHUNKS and about READ_AHEAD_BYTES (a
+    file's size shared out over its chunks).  Each chunk is in one window
+    only: a read that the repository could not serve from a hint (a
+    failed batch, a chunk pushed out of its cache) reads that chunk
+    alone."""
 
     def __init__(self, queued):
         sizes = {}
@@ -561,13 +565,16 @@ class _ReadAhead:
         self.index = {chunk_id: i for i, (chunk_id, _) in
                       enumerate(self.order)}
         self.hinted = 0     # order[:hinted] were named in a hint
+        self.refill = 0     # reading order[refill] hints the next window
 
     def window_from(self, chunk_id, skip=()):
-        """Chunk ids of the next window if chunk_id starts one, else [].
-        skip: chunks known damaged (they would fail the whole batch)."""
-        start = self.index.get(chunk_id)
-        if start is None or start < self.hinted:
+        """Chunk ids of the next window if reading chunk_id calls for one,
+        else [].  skip: chunks known damaged (they would fail the whole
+        batch)."""
+        at = self.index.get(chunk_id)
+        if at is None or at < min(self.refill, self.hinted):
             return []
+        start = max(at, self.hinted)
         window, size, end = [], 0, start
         while end < len(self.order) and len(window) < READ_AHEAD_CHUNKS:
             next_id, next_size = self.order[end]
@@ -578,6 +585,7 @@ class _ReadAhead:
                 window.append(next_id)
                 size += next_size
         self.hinted = end
+        self.refill = start + (end - start) // 2
         return window
 
 

@@ -27,9 +27,7 @@ import threading
 import warnings
 import zlib
 
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-
-from obnamlib import errors
+from obnamlib import cfb, errors
 from obnamlib.openpgp_packets import (
     COMPRESSED, LITERAL, MARKER, MDC, SED, SEIPD, SKESK, AEAD,
     OpenPgpFormatError, header, iter_packets, packet, read_packet)
@@ -66,6 +64,7 @@ class DecryptionFailed(errors.ObnamError):
 
 
 def _algorithm(cipher_id, key):
+    from cryptography.hazmat.primitives.ciphers import algorithms
     try:
         name, _ = CIPHERS[cipher_id]
     except KeyError:
@@ -90,6 +89,12 @@ def block_size(cipher_id):
 
 
 def _cfb(cipher_id, key, iv):
+    """A CFB cipher: AES straight from OpenSSL where we can (obnamlib.cfb:
+    much cheaper to load), else cryptography's Cipher API."""
+    if CIPHERS.get(cipher_id, ('',))[0] == 'AES' and cfb.available() and \
+            len(key) == key_length(cipher_id):
+        return cfb.AesCfb(key, iv)
+    from cryptography.hazmat.primitives.ciphers import Cipher, modes
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         return Cipher(_algorithm(cipher_id, key), modes.CFB(iv))
@@ -208,28 +213,64 @@ def literal_header(length):
     return header(LITERAL, len(fields) + length) + fields
 
 
+def _seipd_plain_length(data_length):
+    """Bytes encrypted in a SEIPD packet for `data_length` literal bytes:
+    random prefix and its check bytes, literal packet, MDC packet."""
+    return 18 + len(literal_header(data_length)) + data_length + 22
+
+
 def _encrypt_seipd(key, data, lead=b''):
     """`lead` (packets that go first), then a SEIPD packet with MDC of a
-    literal packet of data, built in one buffer: the data is copied once
-    by the cipher and once into the returned bytes."""
+    literal packet of data, as new bytes."""
+    return bytes(_encrypt_seipd_into(key, (data,), lead, _new_buffer))
+
+
+def _new_buffer(size):
+    return memoryview(bytearray(size))
+
+
+class _ScratchBuffer(threading.local):
+    """One output buffer per thread, used again and again: a fresh 1 MiB
+    buffer costs page faults and zeroing, about as much as its AES."""
+
+    GRAIN = 1 << 20
+
+    def __init__(self):
+        self.buf = bytearray()
+
+    def __call__(self, size):
+        if len(self.buf) < size:
+            self.buf = bytearray(-(-size // self.GRAIN) * self.GRAIN)
+        return memoryview(self.buf)[:size]
+
+
+_scratch = _ScratchBuffer()
+
+
+def _encrypt_seipd_into(key, parts, lead, new_view):
+    """`lead`, then a SEIPD packet with MDC of a literal packet of the
+    parts' concatenation, encrypted straight into a view from
+    new_view(size) (the parts are never joined); returns the view of the
+    bytes written."""
+    length = sum(len(part) for part in parts)
     prefix = os.urandom(16)
     prefix += prefix[-2:]
-    head = prefix + literal_header(len(data))
+    head = prefix + literal_header(length)
     sha = hashlib.sha1(head)
-    sha.update(data)
+    for part in parts:
+        sha.update(part)
     sha.update(_MDC_HEADER)
     tail = _MDC_HEADER + sha.digest()
-    plain_len = len(head) + len(data) + len(tail)
+    plain_len = _seipd_plain_length(length)
     start = lead + header(SEIPD, 1 + plain_len) + b'\x01'
-    buf = bytearray(len(start) + plain_len + 15)   # update_into wants +15
-    buf[:len(start)] = start
-    view = memoryview(buf)
+    view = new_view(len(start) + plain_len + 15)   # update_into wants +15
+    view[:len(start)] = start
     encryptor = _zero_iv_cfb(AES256, key).encryptor()
     pos = len(start)
-    for part in (head, data, tail):
+    for part in (head, *parts, tail):
         pos += encryptor.update_into(part, view[pos:])
     encryptor.finalize()
-    return bytes(view[:pos])
+    return view[:pos]
 
 
 # --- reading ---------------------------------------------------------------
@@ -410,6 +451,24 @@ class SymmetricCipher:
         """SKESK (AES-256, iterated SHA-256 S2K) + SEIPD with MDC."""
         wkey = self._write_key(_as_bytes(passphrase))
         return _encrypt_seipd(wkey.key, data, lead=wkey.skesk)
+
+    def encrypt_in_scratch(self, parts, passphrase, lead=b''):
+        """lead + encrypt(b''.join(parts), passphrase), as a view of this
+        thread's scratch buffer that the thread's next call overwrites:
+        for a caller that writes it out at once (RepositoryFS's
+        write-behind thread).  No allocation, no copy of the parts."""
+        wkey = self._write_key(_as_bytes(passphrase))
+        return _encrypt_seipd_into(wkey.key, parts, lead + wkey.skesk,
+                                   _scratch)
+
+    def encrypted_size(self, length, passphrase):
+        """len(encrypt(data, passphrase)) for any data of this length:
+        known before encrypting, so a caller can count bytes written
+        while the encryption runs in another thread."""
+        wkey = self._write_key(_as_bytes(passphrase))
+        plain_len = _seipd_plain_length(length)
+        return len(wkey.skesk) + len(header(SEIPD, 1 + plain_len)) + \
+            1 + plain_len
 
     def decrypt(self, data, passphrase):
         return bytes(self.decrypt_view(data, passphrase))

@@ -9,10 +9,13 @@ unchanged; the toplevel (first path component) chooses the key.
 
 import threading
 
-from obnamlib import errors, filters
+from obnamlib import cipher_process, errors, filters
 
 UNFILTERED_PATHS = ('metadata/format',)
 UNFILTERED_NAMES = ('key', 'userkeys', 'lock')
+
+# Files asked for ahead before a helper process reads them (read_ahead).
+READ_AHEAD_AFTER = 32
 
 
 def normalise(path):
@@ -65,6 +68,8 @@ class RepositoryFS:
         self._lock = threading.Lock()
         self._count_lock = threading.Lock()
         self._behind = None       # see write_behind
+        self._process = None      # cipher_process.CipherProcess, if used
+        self._ahead_asked = 0
         self.bytes_read = 0
         self.bytes_written = 0
 
@@ -80,6 +85,11 @@ class RepositoryFS:
     # --- filtered content -------------------------------------------------
 
     def read_file(self, path):
+        if self._process is not None:
+            data = self._process.take(path)
+            if data is not None:
+                self.bytes_read += len(data)
+                return data
         return self._unwrap(path, self.read_raw(path))
 
     @property
@@ -121,7 +131,64 @@ class RepositoryFS:
 
     def create_file(self, path, data):
         """Exclusive create (chunk files); FileExistsError if present."""
-        self._create_raw(path, self._wrap_for(path, data))
+        if not self._seal_behind(path, data):
+            self._create_raw(path, self._wrap_for(path, data))
+
+    def _seal_behind(self, path, data):
+        """Leave a create's encryption to the writer (sealing_writer):
+        the file is counted now, at the size the cipher knows in advance.
+        False if the writer or file do not allow it."""
+        if not hasattr(self._behind, 'submit_sealed') or \
+                not is_filtered(path):
+            return False
+        passphrase = self._write_passphrase(path)
+        if passphrase is None:
+            return False
+        parts = filters.unencrypted_parts(data, self.compress)
+        self._behind.submit_sealed(path, parts, passphrase)
+        self._count_written(
+            cipher_process.sealed_size(self.cipher, parts, passphrase))
+        return True
+
+    @property
+    def can_seal_behind(self):
+        """Whether chunk files may be encrypted and created by a second
+        process (obnamlib.cipher_process; chunk_writer.ProcessChunkWriter
+        with seal_helper() and seal_inline): an encrypted repository on a
+        local disk, with a cipher that can seal."""
+        return (self.keys is not None and not self.format5 and
+                getattr(self.base, 'creates_in_background', False) and
+                cipher_process.can_seal(self.cipher))
+
+    def seal_inline(self, path, parts, passphrase):
+        """Seal and create one file in this thread."""
+        self._create_in_base(
+            path, cipher_process.seal(self.cipher, parts, passphrase))
+
+    def seal_helper(self):
+        """The second process, started when first used."""
+        if self._process is None:
+            self._process = cipher_process.CipherProcess(self.base.root)
+        return self._process
+
+    def read_ahead(self, paths):
+        """Have these files read and decrypted in a second process, for
+        the read_file calls that follow (encrypted local repositories,
+        once more than READ_AHEAD_AFTER files were asked for: fewer do
+        not pay for starting it)."""
+        if self.keys is None or self.format5 or \
+                not getattr(self.base, 'creates_in_background', False):
+            return
+        paths = [path for path in paths if is_filtered(path)]
+        helper = self.seal_helper()
+        helper.start()          # it boots while the first files are read
+        self._ahead_asked += len(paths)
+        if self._ahead_asked <= READ_AHEAD_AFTER:
+            return
+        for path in paths:
+            passphrase = self.keys.symmetric_key(toplevel_of(path))
+            if passphrase is None or not helper.read_ahead(path, passphrase):
+                return
 
     @property
     def can_write_behind(self):
@@ -156,14 +223,19 @@ class RepositoryFS:
         return filters.wrap(data, self.compress, self._encryptor(path))
 
     def _encryptor(self, path):
+        passphrase = self._write_passphrase(path)
+        if passphrase is None:
+            return None
+        return lambda data: self.cipher.encrypt(data, passphrase)
+
+    def _write_passphrase(self, path):
+        """The key to encrypt a new file with (None: unencrypted), after
+        its toplevel's key files exist."""
         if self.keys is None:
             return None
         toplevel = toplevel_of(path)
         self._prepare(toplevel)
-        passphrase = self.keys.symmetric_key(toplevel)
-        if passphrase is None:
-            return None
-        return lambda data: self.cipher.encrypt(data, passphrase)
+        return self.keys.symmetric_key(toplevel)
 
     def _decryptor(self, path):
         if self.keys is None:
@@ -275,6 +347,9 @@ class RepositoryFS:
         self.base.rename(old, new)
 
     def close(self):
+        if self._process is not None:
+            self._process.close()
+            self._process = None
         close = getattr(self.base, 'close', None)
         if close is not None:
             close()

@@ -114,7 +114,9 @@ class Restorer:
         self.failed = False
         self.hard_links = {}
         self.walk = None          # the walk's levels, for read-ahead
-        self.hinted = set()       # chunk ids of the last prefetch hint
+        self.hinted = set()       # chunk ids of the last two hints
+        self.refill_at = None     # reading this chunk id hints the next
+        self.last_hint = set()
         self.peeked = {}          # path -> (metadata, chunk ids) looked ahead
 
     # --- the whole run -------------------------------------------------------
@@ -363,7 +365,7 @@ class Restorer:
         chunk_ids = (peeked[1] if peeked is not None else
                      self.repo.get_file_chunk_ids(self.gen, path))
         for i, chunk_id in enumerate(chunk_ids):
-            if chunk_id not in self.hinted:
+            if chunk_id not in self.hinted or chunk_id == self.refill_at:
                 self._hint(md, chunk_ids, i)
             yield self.repo.get_chunk_content(chunk_id)
 
@@ -371,23 +373,31 @@ class Restorer:
 
     def _hint(self, md, chunk_ids, start):
         """Announce the next chunks: this file's from `start`, then the
-        next regular files of its directory, within the read-ahead limits."""
-        window = ReadAheadWindow()
+        next regular files of the walk, within the read-ahead limits.
+        Reaching the middle of a hint (refill_at) announces the chunks
+        after it, so that reading ahead never stops."""
+        current = self.last_hint if chunk_ids[start] in self.hinted \
+            else set()
+        window = ReadAheadWindow(skip=current)
         window.add(chunk_ids[start:], chunk_size_guess(md, chunk_ids))
-        self.peeked = {}
-        for sibling in self._upcoming_files():
+        peeked, self.peeked = self.peeked, {}
+        for sibling in self._upcoming_files(peeked):
             if window.full():
                 break
             md, ids = self.peeked[sibling]
             window.add(ids, chunk_size_guess(md, ids))
-        self.hinted = set(window.chunk_ids)
-        self.repo.prefetch_chunks(window.chunk_ids)
+        ids = window.chunk_ids
+        self.last_hint = set(ids)
+        self.hinted = current | self.last_hint
+        self.refill_at = ids[len(ids) // 2] if ids else None
+        if ids:
+            self.repo.prefetch_chunks(ids)
 
-    def _upcoming_files(self):
+    def _upcoming_files(self, peeked):
         """Paths of the regular files the walk reaches after the current
         leaf, in its order (into directories, then back up), whose content
-        it will fetch, each peeked into self.peeked; at most READ_AHEAD_NAMES
-        names are looked at."""
+        it will fetch, each peeked into self.peeked (taken from `peeked`
+        if there); at most READ_AHEAD_NAMES names are looked at."""
         if self.walk is None:
             return
         pending = [(path, names, index)
@@ -400,6 +410,10 @@ class Restorer:
             pending.append((directory, names, index + 1))
             path = _join(directory, names[index])
             looked_at += 1
+            if path in peeked:
+                self.peeked[path] = peeked[path]
+                yield path
+                continue
             try:
                 md = self.repo.get_metadata(self.gen, path)
                 if _is_directory(md):
@@ -425,9 +439,9 @@ class Restorer:
 class ReadAheadWindow:
     """The chunk ids of one prefetch hint, without repeats, in order."""
 
-    def __init__(self):
+    def __init__(self, skip=()):
         self.chunk_ids = []
-        self.seen = set()
+        self.seen = set(skip)     # named by the hint before: not again
         self.bytes = 0
 
     def full(self):

@@ -13,6 +13,7 @@ unencrypted repository is refused.  All checks happen before anything is
 written.
 """
 
+import concurrent.futures
 import math
 import os
 import re
@@ -23,6 +24,8 @@ from obnamlib import errors, gpg, openpgp
 KEY = 'key'
 USERKEYS = 'userkeys'
 UNENCRYPTED_TOPLEVELS = ('metadata',)
+# Toplevels that every command reading or writing a repository uses.
+SHARED_TOPLEVELS = ('clientlist', 'chunklist', 'chunksums', 'chunks')
 SHARED_TOPLEVELS = ('chunklist', 'chunks', 'chunksums', 'clientlist')
 
 
@@ -176,17 +179,48 @@ class ToplevelKeys:
 
     def symmetric_key(self, toplevel):
         """The toplevel's passphrase text, or None if it has no key
-        (`metadata` has one only in format 5)."""
+        (`metadata` has one only in format 5).  The first call also
+        reads the keys of the toplevels every command uses, each gpg
+        run beside the others."""
         with self.lock:
             if toplevel not in self.cache:
-                self.cache[toplevel] = self._read_key(toplevel)
+                self._read_keys(toplevel, [
+                    other for other in SHARED_TOPLEVELS
+                    if other != toplevel and other not in self.cache])
             return self.cache[toplevel]
 
-    def _read_key(self, toplevel):
+    def _read_keys(self, toplevel, others):
+        """Cache the keys of toplevel and, where they can be read, of the
+        others: gpg takes ~10 ms per key, mostly waiting for gpg-agent, so
+        the runs go side by side.  The files are read in this thread (an
+        SFTP connection is not shared between threads)."""
+        encrypted = {toplevel: self._encrypted_key(toplevel)}
+        for name in list(others):
+            try:
+                encrypted[name] = self._encrypted_key(name)
+            except (OSError, errors.ObnamError):
+                others.remove(name)     # read again when asked for
+        wanted = [name for name, data in encrypted.items()
+                  if data is not None]
+        with concurrent.futures.ThreadPoolExecutor(
+                max(1, len(wanted))) as pool:
+            runs = {name: pool.submit(self._decrypted_key, name,
+                                      encrypted[name]) for name in wanted}
+        for name in [toplevel] + others:
+            if name not in runs:
+                self.cache[name] = None
+            elif name == toplevel:
+                self.cache[name] = runs[name].result()
+            elif runs[name].exception() is None:
+                self.cache[name] = runs[name].result()
+
+    def _encrypted_key(self, toplevel):
         try:
-            encrypted = self.base.read_file(self._path(toplevel, KEY))
+            return self.base.read_file(self._path(toplevel, KEY))
         except FileNotFoundError:
             return None
+
+    def _decrypted_key(self, toplevel, encrypted):
         plain = gpg.decrypt(encrypted, self.gnupghome)
         return valid_key_text(toplevel, plain)
 

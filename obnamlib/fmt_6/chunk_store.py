@@ -20,7 +20,8 @@ import collections
 import random
 
 from obnamlib import errors
-from obnamlib.fmt_6.chunk_writer import BatchChunkWriter, ChunkWriter
+from obnamlib.fmt_6.chunk_writer import (
+    BatchChunkWriter, ChunkWriter, ProcessChunkWriter)
 from obnamlib.fmt_6.keys import MAX_ID
 
 TOPLEVEL = 'chunks'
@@ -54,8 +55,12 @@ def parse_chunk_name(name):
 
 
 def _background_writer(fs):
-    """A ChunkWriter if fs can leave its creates to a thread; a
-    BatchChunkWriter if it can create many files at once; else None."""
+    """A ProcessChunkWriter if fs can leave its encrypted creates to a
+    second process; a ChunkWriter if it can leave its creates to a
+    thread; a BatchChunkWriter if it can create many files at once; else
+    None."""
+    if getattr(fs, 'can_seal_behind', False):
+        return ProcessChunkWriter(fs.seal_helper(), fs.seal_inline)
     if getattr(fs, 'can_write_behind', False):
         return ChunkWriter()
     if getattr(fs, 'can_create_in_batches', False):
@@ -225,11 +230,14 @@ class ChunkStore:
         """Read these chunks together, for the get calls that follow, if
         the storage reads in batches (SFTP).  If the batch fails (a chunk
         missing or damaged), each get reads its own chunk and reports."""
-        if not getattr(self.fs, 'reads_in_batches', False):
-            return
         wanted = [chunk_id for chunk_id in dict.fromkeys(chunk_ids)
                   if chunk_id not in self.fetched and
                   not self._is_pending(chunk_id)][:self.fetched.max_chunks]
+        if not getattr(self.fs, 'reads_in_batches', False):
+            read_ahead = getattr(self.fs, 'read_ahead', None)
+            if read_ahead is not None and wanted:
+                read_ahead([idpath(c) for c in wanted])
+            return
         if not wanted:
             return
         try:

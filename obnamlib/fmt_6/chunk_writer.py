@@ -41,6 +41,8 @@ class ChunkWriter:
     submit(path, data, create): create(path, data) runs in the worker; it
     must be safe there while the caller's thread uses the same storage."""
 
+    creates_in_thread = True    # submit's create may do the costly work
+
     def __init__(self, depth=QUEUE_DEPTH):
         self.queue = queue.Queue(maxsize=depth)
         self.pending = set()      # paths submitted and not yet finished
@@ -132,59 +134,35 @@ BATCH_FILES = 64
 BATCH_BYTES = 16 * 1024 * 1024
 
 
-class BatchChunkWriter:
-    """Exclusive creates collected and made together, in the caller's
-    thread (SFTP: one connection, not thread-safe; a batch of creates
-    costs two round trips instead of two per file).
+def _names_file(error, path):
+    """Whether error is FileExistsError for path (not for a directory on
+    the way to it: a file there is a damaged repository)."""
+    if not isinstance(error, FileExistsError):
+        return False
+    name = error.filename
+    if isinstance(name, bytes):
+        name = name.decode('utf-8', 'surrogateescape')
+    return name is None or name == path or name.endswith('/' + path)
 
-    create_many(items) takes [(path, data)] and returns, per item, None or
-    FileExistsError (RepositoryFS.create_many_in_base).  The interface is
-    ChunkWriter's; submit's `create` is not used (the batch goes to
-    create_many).  A batch is written when it is full, at wait/flush
-    (before every commit) and before a pending chunk is read."""
 
-    def __init__(self, create_many, max_files=BATCH_FILES,
-                 max_bytes=BATCH_BYTES):
-        self.create_many = create_many
-        self.max_files = max_files
-        self.max_bytes = max_bytes
-        self.batch = []           # [(path, data)] not yet created
-        self.batch_bytes = 0
-        self.failed = set()
-        self.errors = []
+class _FailuresKept:
+    """What BatchChunkWriter and ProcessChunkWriter share: failures are
+    kept until flush (or the next submit) raises the first."""
 
-    def submit(self, path, data, create=None):
-        """Add one exclusive create; a full batch is written first.
-        Raises an earlier failure, or that batch's (this file is then
-        not created)."""
-        self._raise_error()
-        if self.batch and (len(self.batch) >= self.max_files or
-                           self.batch_bytes + len(data) > self.max_bytes):
-            self.wait()
-            self._raise_error()
-        self.batch.append((path, data))
-        self.batch_bytes += len(data)
-
-    def is_pending(self, path):
-        return any(p == path for p, _ in self.batch)
+    def __init__(self):
+        self.failed = set()       # paths whose create failed
+        self.errors = []          # exceptions not yet raised to the caller
 
     def has_failed(self, path):
         return path in self.failed
 
-    def wait(self):
-        """Create the files collected so far (failures kept for flush)."""
-        batch, self.batch, self.batch_bytes = self.batch, [], 0
-        if not batch:
-            return
-        try:
-            results = self.create_many(batch)
-        except BaseException as e:
-            self.errors.append(e)
-            return
-        for (path, _), result in zip(batch, results):
-            if result is not None:
-                self.failed.add(path)
-                self.errors.append(ChunkFileTaken(filename=path))
+    def _failed(self, path, error):
+        """A create that failed: FileExistsError for the file itself
+        means another process took the name."""
+        self.failed.add(path)
+        if _names_file(error, path):
+            error = ChunkFileTaken(filename=path)
+        self.errors.append(error)
 
     def flush(self):
         self.wait()
@@ -202,3 +180,129 @@ class BatchChunkWriter:
             error = self.errors[0]
             self.errors = []
             raise error
+
+
+class BatchChunkWriter(_FailuresKept):
+    """Exclusive creates collected and made together, in the caller's
+    thread (SFTP: one connection, not thread-safe; a batch of creates
+    costs two round trips instead of two per file).
+
+    create_many(items) takes [(path, data)] and returns, per item, None or
+    FileExistsError (RepositoryFS.create_many_in_base).  The interface is
+    ChunkWriter's; submit's `create` is not used (the batch goes to
+    create_many).  A batch is written when it is full, at wait/flush
+    (before every commit) and before a pending chunk is read."""
+
+    creates_in_thread = False   # submit's data is written as it is
+
+    def __init__(self, create_many, max_files=BATCH_FILES,
+                 max_bytes=BATCH_BYTES):
+        super().__init__()
+        self.create_many = create_many
+        self.max_files = max_files
+        self.max_bytes = max_bytes
+        self.batch = []           # [(path, data)] not yet created
+        self.batch_bytes = 0
+
+    def submit(self, path, data, create=None):
+        """Add one exclusive create; a full batch is written first.
+        Raises an earlier failure, or that batch's (this file is then
+        not created)."""
+        self._raise_error()
+        if self.batch and (len(self.batch) >= self.max_files or
+                           self.batch_bytes + len(data) > self.max_bytes):
+            self.wait()
+            self._raise_error()
+        self.batch.append((path, data))
+        self.batch_bytes += len(data)
+
+    def is_pending(self, path):
+        return any(p == path for p, _ in self.batch)
+
+    def wait(self):
+        """Create the files collected so far (failures kept for flush)."""
+        batch, self.batch, self.batch_bytes = self.batch, [], 0
+        if not batch:
+            return
+        try:
+            results = self.create_many(batch)
+        except BaseException as e:
+            self.errors.append(e)
+            return
+        for (path, _), result in zip(batch, results):
+            if result is not None:
+                self._failed(path, result)
+
+
+# Files sealed in the caller's thread before the helper process starts: a
+# backup that stores only a few chunks does not pay for starting it.
+INLINE_SEALS = 16
+
+
+class ProcessChunkWriter(_FailuresKept):
+    """Exclusive creates made by a cipher_process.CipherProcess, which
+    also seals (encrypts) them: RepositoryFS hands the unencrypted parts
+    to submit_sealed.  The first few are sealed and created in the
+    caller's thread by seal_inline(path, parts, passphrase) while the
+    process starts.  A failed
+    create is reported by the next submit (the process says so at once)
+    or by flush; a file is pending from its submit to the next wait."""
+
+    creates_in_thread = False
+
+    def __init__(self, process, seal_inline, inline=INLINE_SEALS):
+        super().__init__()
+        self.process = process
+        self.seal_inline = seal_inline
+        self.inline_left = inline
+        self.pending = set()
+
+    def submit(self, path, data, create):
+        """An already filtered file (not one to seal)."""
+        self._check()
+        if self.inline_left > 0:
+            self._inline(create, path, data)
+            return
+        self._send(path, (data,), None)
+
+    def submit_sealed(self, path, parts, passphrase):
+        self._check()
+        if self.inline_left > 0:
+            self.process.start()        # it boots meanwhile
+            self.inline_left -= 1
+            self._inline(self.seal_inline, path, parts, passphrase)
+            return
+        self._send(path, parts, passphrase)
+
+    def _inline(self, create, path, *args):
+        try:
+            create(path, *args)
+        except FileExistsError as e:
+            self._failed(path, e)
+            self._raise_error()
+
+    def _send(self, path, parts, passphrase):
+        self.pending.add(path)
+        self.process.create(path, parts, passphrase)
+
+    def _check(self):
+        if self.process.failure_reported():
+            self.wait()
+        self._raise_error()
+
+    def is_pending(self, path):
+        return path in self.pending
+
+    def wait(self):
+        """Until the process has made every file sent to it."""
+        if not self.pending:
+            return
+        pending, self.pending = self.pending, set()
+        try:
+            failures = self.process.sync()
+        except errors.ObnamError as e:
+            self.errors.append(e)
+            return
+        for path, error in failures:
+            if path in pending:
+                self._failed(path, error)

@@ -916,20 +916,28 @@ def test_every_chunk_is_announced_before_it_is_read(world):
     assert rep.errors == []
     assert facts(tmp / 'target' / str(live).lstrip('/')) == facts(live)
     hints = [ids for kind, ids in events if kind == 'hint']
-    announced = set()
+    last_two = [set(), set()]
+    read_of_last = 0
     for kind, value in events:
         if kind == 'hint':
-            announced = set(value)
+            if last_two[1]:
+                # the next hint goes out half-way through the last one
+                assert read_of_last == len(last_two[1]) // 2
+            last_two = [last_two[1], set(value)]
+            read_of_last = 0
         else:
-            assert value in announced
+            assert value in last_two[0] | last_two[1]
+            read_of_last += value in last_two[1]
     assert all(len(ids) <= obnamlib.restorer.READ_AHEAD_CHUNKS
                for ids in hints)
-    # 'big' (71 chunks) in two windows, then f000-f099 (100 chunks,
-    # the second window topped up after 'big's leftover) and sub/x (a
-    # window goes on into the directories the walk enters next).
-    assert [len(ids) for ids in hints] == [64, 64, 46]
+    # 'big' (71 chunks), f000-f099 (100 chunks) and sub/x (3 chunks: a
+    # window goes on into the directories the walk enters next), each
+    # chunk named by one hint only.
+    announced = [i for ids in hints for i in ids]
     reads = [value for kind, value in events if kind == 'read']
-    assert sum(len(ids) for ids in hints) == len(reads) == 71 + 100 + 3
+    assert len(announced) == len(set(announced)) == len(reads) == 71 + 100 + 3
+    assert set(announced) == set(reads)
+    assert [len(ids) for ids in hints] == [64, 64, 46]
 
 
 def test_read_ahead_stops_at_its_byte_limit(world, monkeypatch):

@@ -1,0 +1,86 @@
+"""obnamlib.cfb (OpenSSL's AES-CFB called directly) gives exactly what
+cryptography's Cipher API gives, and OpenPGP messages written either way
+are read the other way."""
+
+import os
+import warnings
+
+import pytest
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+from obnamlib import cfb, openpgp
+
+pytestmark = pytest.mark.skipif(not cfb.available(),
+                                reason='no direct OpenSSL binding here')
+
+SIZES = [0, 1, 15, 16, 17, 1000, 65536, 1 << 20]
+
+
+def reference(key, iv):
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        return Cipher(algorithms.AES(key), modes.CFB(iv))
+
+
+@pytest.mark.parametrize('key_bytes', [16, 24, 32])
+def test_same_bytes_as_the_cipher_api(key_bytes):
+    key, iv = os.urandom(key_bytes), os.urandom(16)
+    data = os.urandom(sum(SIZES))
+    ours = cfb.AesCfb(key, iv).encryptor()
+    theirs = reference(key, iv).encryptor()
+    pos = 0
+    for size in SIZES:      # many updates, most not on block boundaries
+        piece = memoryview(data)[pos:pos + size]
+        out = bytearray(size + 15)
+        count = ours.update_into(piece, out)
+        assert count == size
+        assert bytes(out[:count]) == theirs.update(piece)
+        pos += size
+    back = cfb.AesCfb(key, iv).decryptor()
+    ciphertext = reference(key, iv).encryptor().update(data)
+    assert back.update(ciphertext[:100]) + back.update(ciphertext[100:]) \
+        == data
+    assert ours.finalize() == b''
+
+
+def test_too_small_an_output_buffer_is_refused():
+    stream = cfb.AesCfb(bytes(32), bytes(16)).encryptor()
+    with pytest.raises(ValueError):
+        stream.update_into(b'x' * 100, bytearray(99))
+
+
+@pytest.fixture
+def cipher_api_only(monkeypatch):
+    monkeypatch.setattr(cfb, '_forced_off', [True])
+    openpgp._zero_iv_cfb.cache_clear()
+    monkeypatch.setattr(openpgp._ZeroIvDecryptor, '_local',
+                        type(openpgp._ZeroIvDecryptor._local)())
+    yield
+    openpgp._zero_iv_cfb.cache_clear()
+
+
+def test_messages_written_by_the_cipher_api_are_read_directly(
+        cipher_api_only):
+    assert not isinstance(openpgp._cfb(openpgp.AES256, bytes(32), bytes(16)),
+                          cfb.AesCfb)
+    messages = [(size, openpgp.encrypt_symmetric(b'a' * size, 'pass'))
+                for size in SIZES]
+    cfb._forced_off.clear()
+    openpgp._zero_iv_cfb.cache_clear()
+    openpgp._ZeroIvDecryptor._local.__dict__.clear()
+    assert isinstance(openpgp._cfb(openpgp.AES256, bytes(32), bytes(16)),
+                      cfb.AesCfb)
+    for size, message in messages:
+        assert openpgp.decrypt_symmetric(message, 'pass') == b'a' * size
+
+
+def test_messages_written_directly_are_read_by_the_cipher_api(
+        cipher_api_only):
+    cfb._forced_off.clear()
+    messages = [(size, openpgp.encrypt_symmetric(b'b' * size, 'pass'))
+                for size in SIZES]
+    cfb._forced_off.append(True)
+    openpgp._zero_iv_cfb.cache_clear()
+    openpgp._ZeroIvDecryptor._local.__dict__.clear()
+    for size, message in messages:
+        assert openpgp.decrypt_symmetric(message, 'pass') == b'b' * size

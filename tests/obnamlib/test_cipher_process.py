@@ -1,0 +1,282 @@
+"""The helper process that seals (encrypts and creates) chunk files and
+reads them ahead: real child processes, real files, real OpenPGP."""
+
+import errno
+import os
+import signal
+
+import pytest
+
+import obnamlib.vfs_local
+from obnamlib import cipher_process, errors, filters, openpgp, repo_fs
+from obnamlib.fmt_6 import chunk_store, chunk_writer
+from tests.obnamlib.test_repo_fs import PassphraseTable
+
+PASSPHRASE = 'c0' * 32
+SIZES = [0, 1, 100, 191, 192, 8000, 8383, 8384, 70000, 1 << 20]
+
+
+class CountingCipher(openpgp.SymmetricCipher):
+    """The real cipher, counting what this process encrypts and decrypts
+    itself (the helper has its own)."""
+
+    def __init__(self):
+        super().__init__()
+        self.encrypted = 0
+        self.decrypted = 0
+
+    def encrypt_in_scratch(self, parts, passphrase, lead=b''):
+        self.encrypted += 1
+        return super().encrypt_in_scratch(parts, passphrase, lead)
+
+    def decrypt_view(self, data, passphrase):
+        self.decrypted += 1
+        return super().decrypt_view(data, passphrase)
+
+
+def payload(i, size):
+    return (b'%06d' % i * (size // 6 + 1))[:size]
+
+
+def encrypted_fs(root, cipher=None):
+    base = obnamlib.vfs_local.LocalFS(str(root))
+    return repo_fs.RepositoryFS(base, keys=PassphraseTable(
+        {'chunks': PASSPHRASE}), cipher=cipher or CountingCipher())
+
+
+def sealing_writer(fs, inline=0):
+    assert fs.can_seal_behind
+    writer = chunk_writer.ProcessChunkWriter(fs.seal_helper(), fs.seal_inline,
+                                             inline=inline)
+    fs.write_behind(writer)
+    return writer
+
+
+def path_of(i):
+    return chunk_store.idpath(1000 + i)
+
+
+def test_sealed_size_is_the_real_size():
+    cipher = openpgp.SymmetricCipher()
+    for size in SIZES + [65535, 65536, 16 * 1024 * 1024]:
+        parts = filters.unencrypted_parts(payload(1, size))
+        sealed = cipher_process.seal(cipher, parts, PASSPHRASE)
+        assert len(sealed) == cipher_process.sealed_size(
+            cipher, parts, PASSPHRASE)
+        assert len(cipher.encrypt(b''.join(parts), PASSPHRASE)) + len(
+            filters.ENCRYPT1_PREFIX) == len(sealed)
+
+
+def test_sealed_files_read_back_and_are_counted_exactly(tmp_path):
+    fs = encrypted_fs(tmp_path)
+    writer = sealing_writer(fs)
+    for i, size in enumerate(SIZES * 3):
+        fs.create_file(path_of(i), payload(i, size))
+    writer.flush()
+    assert fs.cipher.encrypted == 0          # all sealed by the helper
+    on_disk = sum(os.path.getsize(tmp_path / path_of(i))
+                  for i in range(len(SIZES) * 3))
+    assert fs.bytes_written == on_disk
+    reader = encrypted_fs(tmp_path)
+    for i, size in enumerate(SIZES * 3):
+        raw = (tmp_path / path_of(i)).read_bytes()
+        assert raw.startswith(filters.ENCRYPT1_PREFIX)
+        assert payload(i, size)[:50] not in raw[9:] or size < 50
+        assert reader.read_file(path_of(i)) == payload(i, size)
+    fs.close()
+
+
+def test_compressed_files_are_sealed_too(tmp_path):
+    base = obnamlib.vfs_local.LocalFS(str(tmp_path))
+    fs = repo_fs.RepositoryFS(base, compress=True, keys=PassphraseTable(
+        {'chunks': PASSPHRASE}))
+    writer = sealing_writer(fs)
+    fs.create_file(path_of(1), b'z' * 100000)
+    writer.flush()
+    fs.close()
+    assert os.path.getsize(tmp_path / path_of(1)) == fs.bytes_written < 1000
+    assert encrypted_fs(tmp_path).read_file(path_of(1)) == b'z' * 100000
+
+
+def test_first_files_are_sealed_inline(tmp_path):
+    fs = encrypted_fs(tmp_path)
+    writer = sealing_writer(fs, inline=3)
+    for i in range(5):
+        fs.create_file(path_of(i), payload(i, 100))
+    assert fs.cipher.encrypted == 3
+    assert not writer.is_pending(path_of(2))
+    assert writer.is_pending(path_of(4))
+    writer.flush()
+    assert not writer.is_pending(path_of(4))
+    reader = encrypted_fs(tmp_path)
+    assert [reader.read_file(path_of(i)) for i in range(5)] == [
+        payload(i, 100) for i in range(5)]
+    fs.close()
+
+
+def test_a_name_taken_meanwhile_is_reported_and_left_alone(tmp_path):
+    fs = encrypted_fs(tmp_path)
+    writer = sealing_writer(fs)
+    fs.create_file(path_of(0), b'mine')
+    writer.flush()
+    (tmp_path / path_of(1)).write_bytes(b'somebody else')
+    fs.create_file(path_of(1), b'mine too')
+    fs.create_file(path_of(2), b'and this')
+    with pytest.raises(chunk_writer.ChunkFileTaken) as raised:
+        writer.flush()
+    assert path_of(1) in str(raised.value)
+    assert writer.has_failed(path_of(1))
+    assert not writer.has_failed(path_of(2))
+    assert (tmp_path / path_of(1)).read_bytes() == b'somebody else'
+    assert encrypted_fs(tmp_path).read_file(path_of(2)) == b'and this'
+    fs.close()
+
+
+def test_an_os_error_in_the_helper_is_raised_with_its_errno(tmp_path):
+    fs = encrypted_fs(tmp_path)
+    writer = sealing_writer(fs)
+    (tmp_path / 'chunks').mkdir()
+    (tmp_path / 'chunks' / '0').write_bytes(b'where a directory must be')
+    fs.create_file(path_of(0), b'data')
+    with pytest.raises(OSError) as raised:
+        writer.flush()
+    assert raised.value.errno == errno.EEXIST
+    assert raised.value.filename == str(tmp_path / 'chunks' / '0')
+    assert not writer.has_failed(path_of(1))
+    fs.close()
+
+
+def test_a_failure_is_reported_by_the_next_submit(tmp_path):
+    fs = encrypted_fs(tmp_path)
+    writer = sealing_writer(fs)
+    (tmp_path / path_of(0)).parent.mkdir(parents=True)
+    (tmp_path / path_of(0)).write_bytes(b'taken')
+    fs.create_file(path_of(0), b'data')
+    assert fs.seal_helper().replies.poll(60)    # its notice has come
+    with pytest.raises(chunk_writer.ChunkFileTaken):
+        fs.create_file(path_of(1), b'more')
+    writer.flush()
+    assert not (tmp_path / path_of(1)).exists()
+    fs.close()
+
+
+def test_a_killed_helper_fails_the_flush_with_one_line(tmp_path):
+    fs = encrypted_fs(tmp_path)
+    writer = sealing_writer(fs)
+    fs.create_file(path_of(0), b'data')
+    writer.flush()
+    os.kill(fs.seal_helper().proc.pid, signal.SIGKILL)
+    fs.seal_helper().proc.wait()
+    with pytest.raises(cipher_process.CipherProcessFailed) as raised:
+        fs.create_file(path_of(1), b'x' * 3000000)
+        writer.flush()
+    assert raised.value.code == 'RD910FX'
+    assert 'exit code -9' in str(raised.value)
+    assert '\n' not in str(raised.value)
+    fs.close()
+
+
+def test_keys_are_not_on_the_helpers_command_line_or_environment(tmp_path):
+    fs = encrypted_fs(tmp_path)
+    writer = sealing_writer(fs)
+    fs.create_file(path_of(0), b'data')
+    writer.flush()
+    pid = fs.seal_helper().proc.pid
+    for name in ('cmdline', 'environ'):
+        with open('/proc/%d/%s' % (pid, name), 'rb') as f:
+            assert PASSPHRASE.encode() not in f.read()
+    fs.close()
+
+
+def test_helper_ends_cleanly_when_closed(tmp_path):
+    fs = encrypted_fs(tmp_path)
+    writer = sealing_writer(fs)
+    fs.create_file(path_of(0), b'data')
+    writer.flush()
+    proc = fs.seal_helper().proc
+    fs.close()
+    assert proc.returncode == 0
+
+
+def test_an_unused_helper_is_stopped_without_waiting(tmp_path):
+    fs = encrypted_fs(tmp_path)
+    helper = fs.seal_helper()
+    helper.start()
+    proc = helper.proc
+    fs.close()
+    assert proc.returncode is not None
+
+
+def stored_files(tmp_path, count, size=5000):
+    fs = encrypted_fs(tmp_path)
+    for i in range(count):
+        fs.create_file(path_of(i), payload(i, size))
+    return [path_of(i) for i in range(count)]
+
+
+def test_files_read_ahead_come_from_the_helper(tmp_path):
+    count = repo_fs.READ_AHEAD_AFTER + 40
+    paths = stored_files(tmp_path, count)
+    fs = encrypted_fs(tmp_path)
+    fs.read_ahead(paths[:repo_fs.READ_AHEAD_AFTER])     # read in line
+    fs.read_ahead(paths[repo_fs.READ_AHEAD_AFTER:])
+    got = [fs.read_file(path) for path in paths]
+    assert got == [payload(i, 5000) for i in range(count)]
+    assert fs.cipher.decrypted == repo_fs.READ_AHEAD_AFTER
+    fs.close()
+
+
+def test_a_damaged_file_read_ahead_fails_as_it_would_in_line(tmp_path):
+    count = repo_fs.READ_AHEAD_AFTER + 10
+    paths = stored_files(tmp_path, count)
+    damaged = tmp_path / paths[-5]
+    raw = bytearray(damaged.read_bytes())
+    raw[-30] ^= 1
+    damaged.write_bytes(bytes(raw))
+    in_line = encrypted_fs(tmp_path)
+    with pytest.raises(errors.ObnamError) as expected:
+        in_line.read_file(paths[-5])
+    fs = encrypted_fs(tmp_path)
+    fs.read_ahead(paths)
+    for i, path in enumerate(paths):
+        if path == paths[-5]:
+            with pytest.raises(errors.ObnamError) as raised:
+                fs.read_file(path)
+            assert str(raised.value) == str(expected.value)
+        else:
+            assert fs.read_file(path) == payload(i, 5000)
+    fs.close()
+
+
+def test_reads_not_asked_for_or_out_of_order_still_work(tmp_path):
+    count = repo_fs.READ_AHEAD_AFTER * 2
+    paths = stored_files(tmp_path, count)
+    fs = encrypted_fs(tmp_path)
+    fs.read_ahead(paths)
+    assert fs.read_file(paths[40]) == payload(40, 5000)
+    assert fs.read_file(paths[39]) == payload(39, 5000)  # dropped: in line
+    assert fs.read_file(paths[41]) == payload(41, 5000)
+    fs.create_file(path_of(count), b'new')      # drops what is ahead
+    assert fs.read_file(paths[42]) == payload(42, 5000)
+    fs.close()
+
+
+def test_at_most_max_ahead_requests_are_outstanding(tmp_path, monkeypatch):
+    monkeypatch.setattr(cipher_process, 'MAX_AHEAD', 5)
+    monkeypatch.setattr(repo_fs, 'READ_AHEAD_AFTER', 0)
+    paths = stored_files(tmp_path, 12)
+    fs = encrypted_fs(tmp_path)
+    fs.read_ahead(paths)
+    assert len(fs.seal_helper().ahead) == 5
+    assert [fs.read_file(p) for p in paths] == [
+        payload(i, 5000) for i in range(12)]
+    assert fs.cipher.decrypted == 7
+    fs.close()
+
+
+def test_unencrypted_repositories_never_start_a_helper(tmp_path):
+    base = obnamlib.vfs_local.LocalFS(str(tmp_path))
+    fs = repo_fs.RepositoryFS(base)
+    assert not fs.can_seal_behind
+    fs.read_ahead(['chunks/%d' % i for i in range(100)])
+    assert fs._process is None
