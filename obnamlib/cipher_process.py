@@ -343,8 +343,8 @@ class _Server:
         try:
             data = filters.unwrap(
                 self.fs.read_file(path),
-                lambda data: self.cipher.decrypt_view(data, passphrase),
-                filename=path)
+                lambda data: self.cipher.decrypt_in_scratch(data, passphrase),
+                filename=path, copy=False)
         except Exception:
             self.replies.send(('read', path, False))
             return

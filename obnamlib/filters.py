@@ -67,18 +67,18 @@ def unencrypted_parts(payload, compression=False):
 ENCRYPT1_PREFIX = tagged(ENCRYPT1, b'')
 
 
-def unwrap(data, decrypt=None, filename=''):
+def unwrap(data, decrypt=None, filename='', copy=True):
     """The payload inside stored bytes, undoing filters as the tags say.
 
     decrypt: None (no key known) or a callable taking the ciphertext as a
     bytes-like object (a memoryview) and returning a bytes-like plaintext.
     Layers are peeled as views, so a large file is copied only once, into
-    the bytes returned."""
+    the bytes returned (copy=False: not at all, a view is returned)."""
     view = memoryview(data)
     while True:
         tag, rest = _split_tag(view)
         if tag == END:
-            return bytes(rest)
+            return bytes(rest) if copy else rest
         if tag == DEFLATE:
             view = memoryview(_decompress(rest, filename))
         elif tag == ENCRYPT1:

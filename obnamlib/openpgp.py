@@ -244,7 +244,8 @@ class _ScratchBuffer(threading.local):
         return memoryview(self.buf)[:size]
 
 
-_scratch = _ScratchBuffer()
+_scratch = _ScratchBuffer()          # for encrypting
+_read_scratch = _ScratchBuffer()     # for decrypting
 
 
 def _encrypt_seipd_into(key, parts, lead, new_view):
@@ -329,13 +330,15 @@ class _ZeroIvDecryptor:
             decryptor = found[wanted] = cls(cipher_id, key)
         return decryptor
 
-    def decrypt(self, data):
-        """Decrypted data as a view of one new buffer: update() would
-        allocate a zeroed buffer and copy it out again."""
+    def decrypt(self, data, into=None):
+        """Decrypted data as a view of one new buffer (update() would
+        allocate a zeroed buffer and copy it out again), or of the view
+        into(size) gives."""
         if self.used:
             self._restart()
         self.used = True
-        buf = bytearray(len(data) + self.block - 1)  # room update_into asks
+        size = len(data) + self.block - 1   # room update_into asks
+        buf = bytearray(size) if into is None else into(size)
         try:
             count = self.decryptor.update_into(data, buf)
         except BaseException:
@@ -352,11 +355,11 @@ class _ZeroIvDecryptor:
         self.fed = 0
 
 
-def _decrypt_seipd(body, cipher_id, key):
+def _decrypt_seipd(body, cipher_id, key, into=None):
     if not body or body[0] != 1:
         raise OpenPgpFormatError(reason='unsupported SEIPD version')
     bs = block_size(cipher_id)
-    plain = _ZeroIvDecryptor.of(cipher_id, key).decrypt(body[1:])
+    plain = _ZeroIvDecryptor.of(cipher_id, key).decrypt(body[1:], into)
     if len(plain) < bs + 2 + 22:
         raise OpenPgpFormatError(reason='encrypted packet is too short')
     if plain[bs - 2:bs] != plain[bs:bs + 2]:
@@ -473,7 +476,13 @@ class SymmetricCipher:
     def decrypt(self, data, passphrase):
         return bytes(self.decrypt_view(data, passphrase))
 
-    def decrypt_view(self, data, passphrase):
+    def decrypt_in_scratch(self, data, passphrase):
+        """decrypt_view into this thread's reading scratch buffer, which
+        its next call overwrites: for a caller that copies or sends the
+        plaintext at once (the helper of obnamlib.cipher_process)."""
+        return self.decrypt_view(data, passphrase, into=_read_scratch)
+
+    def decrypt_view(self, data, passphrase, into=None):
         """The plaintext as a bytes-like object (often a view of the
         decryption buffer), for a caller that copies it anyway: saves a
         copy of every file read through RepositoryFS."""
@@ -493,7 +502,7 @@ class SymmetricCipher:
                     raise OpenPgpFormatError(
                         reason='no passphrase-encrypted session key')
                 if tag == SEIPD:
-                    plain = _decrypt_seipd(body, cipher_id, key)
+                    plain = _decrypt_seipd(body, cipher_id, key, into)
                 else:
                     plain = _decrypt_sed(body, cipher_id, key)
                 return self._content(plain, tag)
