@@ -20,6 +20,8 @@ is simply not used, so the caller's own read reports it.
 
 import fcntl
 import os
+import pickle
+import struct
 import subprocess
 import sys
 from multiprocessing.connection import Connection
@@ -31,6 +33,7 @@ from obnamlib import errors, filters
 MAX_AHEAD = 256
 
 _PIPE_BYTES = 1 << 20
+_IOV_MAX = 512
 _F_SETPIPE_SZ = getattr(fcntl, 'F_SETPIPE_SZ', 1031)
 
 _BOOT = ('import sys; sys.path.insert(0, sys.argv[1]); '
@@ -95,10 +98,8 @@ class CipherProcess:
         with passphrase (None: the parts are the stored bytes)."""
         self._forget_ahead()
         key_id = None if passphrase is None else self._key_id(passphrase)
-        self._send(('create', path, key_id, len(parts)))
+        self._send(('create', path, key_id, len(parts)), parts)
         self.used = True
-        for part in parts:
-            self._call(self.requests.send_bytes, part)
 
     def failure_reported(self):
         """Whether a create failed since the last sync (never waits)."""
@@ -181,10 +182,18 @@ class CipherProcess:
             self.key_ids[passphrase] = key_id
         return key_id
 
-    def _send(self, message):
+    def _send(self, message, parts=()):
+        """message and the parts (bytes-like) that go with it, in one
+        system call, framed as multiprocessing.connection frames them
+        (the child reads them with Connection.recv and recv_bytes)."""
         if self.proc is None:
             self._start()
-        self._call(self.requests.send, message)
+        frames = []
+        for data in [pickle.dumps(message)] + list(parts):
+            if len(data) > 0x7fffffff:
+                raise ValueError('a part of over 2 GiB')
+            frames += [struct.pack('!i', len(data)), data]
+        self._call(_write_all, self.requests.fileno(), frames)
 
     def _call(self, method, *args):
         if self.broken is not None:
@@ -260,6 +269,18 @@ class CipherProcess:
             self.proc.wait()
         self.proc = None
         self.broken = self.broken or 'it was stopped'
+
+
+def _write_all(fd, frames):
+    """os.writev until every byte of frames is written."""
+    frames = [memoryview(frame).cast('B') for frame in frames]
+    while frames:
+        written = os.writev(fd, frames[:_IOV_MAX])
+        while frames and written >= len(frames[0]):
+            written -= len(frames[0])
+            frames.pop(0)
+        if written:
+            frames[0] = frames[0][written:]
 
 
 def _pipe():

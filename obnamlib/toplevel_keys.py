@@ -26,6 +26,8 @@ USERKEYS = 'userkeys'
 UNENCRYPTED_TOPLEVELS = ('metadata',)
 # Toplevels that every command reading or writing a repository uses.
 SHARED_TOPLEVELS = ('clientlist', 'chunklist', 'chunksums', 'chunks')
+# More toplevels than this: read the shared toplevels' keys ahead only.
+MANY_TOPLEVELS = 8
 SHARED_TOPLEVELS = ('chunklist', 'chunks', 'chunksums', 'clientlist')
 
 
@@ -185,9 +187,18 @@ class ToplevelKeys:
         with self.lock:
             if toplevel not in self.cache:
                 self._read_keys(toplevel, [
-                    other for other in SHARED_TOPLEVELS
+                    other for other in self._likely_toplevels()
                     if other != toplevel and other not in self.cache])
             return self.cache[toplevel]
+
+    def _likely_toplevels(self):
+        """The toplevels a command probably needs keys for: the shared
+        ones, and in a repository of one or a few clients every client's
+        (a key this user cannot read costs one failed gpg run meanwhile)."""
+        existing = self._existing_toplevels()
+        if len(existing) <= MANY_TOPLEVELS:
+            return existing
+        return list(SHARED_TOPLEVELS)
 
     def _read_keys(self, toplevel, others):
         """Cache the keys of toplevel and, where they can be read, of the
