@@ -19,11 +19,14 @@ is simply not used, so the caller's own read reports it.
 """
 
 import fcntl
+import logging
 import os
 import pickle
 import struct
+import signal
 import subprocess
 import sys
+import traceback
 from multiprocessing.connection import Connection
 
 from obnamlib import errors, filters
@@ -31,6 +34,8 @@ from obnamlib import errors, filters
 # Requests of one read-ahead still unanswered, at most: their paths fit in
 # the request pipe, so sending one never waits for the child.
 MAX_AHEAD = 256
+
+_log = logging.getLogger(__name__)
 
 _PIPE_BYTES = 1 << 20
 _IOV_MAX = 512
@@ -216,6 +221,12 @@ class CipherProcess:
             self.failure_noticed = True
         elif kind == 'synced':
             return reply[1]
+        elif kind == 'crashed':
+            _log.error('The cipher helper process failed:\n%s', reply[1])
+            lines = reply[1].strip().splitlines()
+            if self.broken is None:
+                self.broken = 'it failed: %s' % (lines[-1] if lines else '?')
+            raise EOFError(self.broken)
         return None
 
     def _break(self, error):
@@ -311,10 +322,21 @@ def _rebuilt(described):
 # --- the child ---------------------------------------------------------------
 
 def serve(root, requests_fd, replies_fd):
-    """The child's loop: requests in order until 'stop' or end of input."""
-    from obnamlib import openpgp, vfs_local
+    """The child: requests in order until 'stop' or end of input.  Ctrl-C
+    is the parent's to handle (it stops us); anything unexpected goes to
+    the parent's log, not to the terminal."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     requests = Connection(int(requests_fd), writable=False)
     replies = Connection(int(replies_fd), readable=False)
+    try:
+        _serve(root, requests, replies)
+    except Exception:
+        replies.send(('crashed', traceback.format_exc()))
+        sys.exit(1)
+
+
+def _serve(root, requests, replies):
+    from obnamlib import openpgp, vfs_local
     server = _Server(vfs_local.LocalFS(root), openpgp.SymmetricCipher(),
                      replies)
     while True:

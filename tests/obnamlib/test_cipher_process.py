@@ -120,12 +120,13 @@ def test_a_name_taken_meanwhile_is_reported_and_left_alone(tmp_path):
     fs.create_file(path_of(0), b'mine')
     writer.flush()
     (tmp_path / path_of(1)).write_bytes(b'somebody else')
-    fs.create_file(path_of(1), b'mine too')
-    fs.create_file(path_of(2), b'and this')
     with pytest.raises(chunk_writer.ChunkFileTaken) as raised:
+        fs.create_file(path_of(1), b'mine too')
         writer.flush()
     assert path_of(1) in str(raised.value)
     assert writer.has_failed(path_of(1))
+    fs.create_file(path_of(2), b'and this')
+    writer.flush()
     assert not writer.has_failed(path_of(2))
     assert (tmp_path / path_of(1)).read_bytes() == b'somebody else'
     assert encrypted_fs(tmp_path).read_file(path_of(2)) == b'and this'
@@ -280,3 +281,32 @@ def test_unencrypted_repositories_never_start_a_helper(tmp_path):
     assert not fs.can_seal_behind
     fs.read_ahead(['chunks/%d' % i for i in range(100)])
     assert fs._process is None
+
+
+def test_a_crash_in_the_helper_is_one_line_and_logged(tmp_path, caplog):
+    fs = encrypted_fs(tmp_path)
+    writer = sealing_writer(fs)
+    fs.create_file(path_of(0), b'data')
+    writer.flush()
+    fs.seal_helper()._send(('no such request',))
+    with pytest.raises(cipher_process.CipherProcessFailed) as raised:
+        fs.create_file(path_of(1), b'more')
+        writer.flush()
+    assert 'AttributeError' in str(raised.value)
+    assert '\n' not in str(raised.value)
+    assert 'Traceback' in caplog.text
+    fs.close()
+
+
+def test_the_helper_ignores_ctrl_c(tmp_path):
+    fs = encrypted_fs(tmp_path)
+    writer = sealing_writer(fs)
+    fs.create_file(path_of(0), b'data')
+    writer.flush()
+    os.kill(fs.seal_helper().proc.pid, signal.SIGINT)
+    fs.create_file(path_of(1), b'more')
+    writer.flush()
+    assert encrypted_fs(tmp_path).read_file(path_of(1)) == b'more'
+    proc = fs.seal_helper().proc
+    fs.close()
+    assert proc.returncode == 0
