@@ -18,6 +18,7 @@ reported with the exception the child met, and a read-ahead that failed
 is simply not used, so the caller's own read reports it.
 """
 
+import collections
 import fcntl
 import logging
 import os
@@ -26,6 +27,7 @@ import struct
 import signal
 import subprocess
 import sys
+import threading
 import traceback
 from multiprocessing.connection import Connection
 
@@ -38,6 +40,8 @@ MAX_AHEAD = 256
 _log = logging.getLogger(__name__)
 
 _PIPE_BYTES = 1 << 20
+# Bytes of requests the helper reads ahead of its work, at most (_Inbox).
+INBOX_BYTES = 32 << 20
 _IOV_MAX = 512
 _F_SETPIPE_SZ = getattr(fcntl, 'F_SETPIPE_SZ', 1031)
 
@@ -339,18 +343,71 @@ def _serve(root, requests, replies):
     from obnamlib import openpgp, vfs_local
     server = _Server(vfs_local.LocalFS(root), openpgp.SymmetricCipher(),
                      replies)
+    inbox = _Inbox(requests)
     while True:
-        try:
-            request = requests.recv()
-        except EOFError:
-            return
+        request, parts = inbox.get()
         if request[0] == 'stop':
             return
         if request[0] == 'create':
-            parts = [requests.recv_bytes() for _ in range(request[3])]
             server.create(request[1], request[2], parts)
         else:
             getattr(server, request[0])(*request[1:])
+
+
+class _Inbox:
+    """The child's requests, read from the pipe by a thread of its own up
+    to INBOX_BYTES ahead of the work: the pipe holds only about one chunk,
+    so without this a run of big chunks to encrypt would stop the parent
+    whenever the child is a chunk behind."""
+
+    def __init__(self, requests, limit=None):
+        self.requests = requests
+        self.limit = INBOX_BYTES if limit is None else limit
+        self.items = collections.deque()
+        self.bytes = 0
+        self.ready = threading.Condition()
+        threading.Thread(target=self._fill, name='inbox', daemon=True).start()
+
+    def get(self):
+        """(request, parts) in the order they were sent; ('stop',) at the
+        end of input; a failure of the reading thread is raised here."""
+        with self.ready:
+            while not self.items:
+                self.ready.wait()
+            request, parts = self.items.popleft()
+            self.bytes -= _size(parts)
+            self.ready.notify_all()
+        if isinstance(request, BaseException):
+            raise request
+        return request, parts
+
+    def _fill(self):
+        while True:
+            try:
+                request = self.requests.recv()
+                parts = [self.requests.recv_bytes()
+                         for _ in range(request[3])] \
+                    if request[0] == 'create' else []
+            except EOFError:
+                request, parts = ('stop',), []
+            except BaseException as e:
+                request, parts = e, []
+            self._put(request, parts)
+            if not isinstance(request, tuple) or request[0] == 'stop':
+                return
+
+    def _put(self, request, parts):
+        size = _size(parts)
+        with self.ready:
+            while self.bytes and self.bytes + size > self.limit:
+                self.ready.wait()
+            self.items.append((request, parts))
+            self.bytes += size
+            self.ready.notify_all()
+
+
+def _size(parts):
+    return sum(len(part) for part in parts)
 
 
 class _Server:
