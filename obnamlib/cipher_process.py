@@ -23,13 +23,13 @@ import fcntl
 import logging
 import os
 import pickle
+import select
 import struct
 import signal
 import subprocess
 import sys
 import threading
 import traceback
-from multiprocessing.connection import Connection
 
 from obnamlib import errors, filters
 
@@ -114,7 +114,7 @@ class CipherProcess:
         """Whether a create failed since the last sync (never waits)."""
         if self.broken is None and self.started:
             try:
-                while self.replies.poll(0):
+                while self.replies.poll():
                     self._receive()
             except (OSError, EOFError) as e:
                 self._break(e)
@@ -192,17 +192,9 @@ class CipherProcess:
         return key_id
 
     def _send(self, message, parts=()):
-        """message and the parts (bytes-like) that go with it, in one
-        system call, framed as multiprocessing.connection frames them
-        (the child reads them with Connection.recv and recv_bytes)."""
         if self.proc is None:
             self._start()
-        frames = []
-        for data in [pickle.dumps(message)] + list(parts):
-            if len(data) > 0x7fffffff:
-                raise ValueError('a part of over 2 GiB')
-            frames += [struct.pack('!i', len(data)), data]
-        self._call(_write_all, self.requests.fileno(), frames)
+        self._call(self.requests.send, message, parts)
 
     def _call(self, method, *args):
         if self.broken is not None:
@@ -218,7 +210,7 @@ class CipherProcess:
         reply = self.replies.recv()
         kind = reply[0]
         if kind == 'read':
-            data = self.replies.recv_bytes() if reply[2] else False
+            data = self.replies.frame() if reply[2] else False
             if reply[1] in self.ahead:
                 self.ahead[reply[1]] = data
         elif kind == 'failed':
@@ -261,8 +253,8 @@ class CipherProcess:
             if self.proc is not None:
                 os.close(to_child)
                 os.close(from_child)
-        self.requests = Connection(from_parent, readable=False)
-        self.replies = Connection(to_parent, writable=False)
+        self.requests = _Channel(from_parent)
+        self.replies = _Channel(to_parent)
 
     def close(self):
         """Stop the child (it finishes what it was sent first)."""
@@ -284,6 +276,74 @@ class CipherProcess:
             self.proc.wait()
         self.proc = None
         self.broken = self.broken or 'it was stopped'
+
+
+class _Channel:
+    """One direction of a pipe, carrying frames: a 4-byte length, then
+    that many bytes (a pickled message, or data that goes with one).  A
+    message and its data are written with one system call; frames are
+    read through a buffer, so that small ones cost no system call each,
+    and a big one is read straight into its own bytes."""
+
+    BUFFER = 65536
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.buf = b''
+        self.pos = 0
+
+    def fileno(self):
+        return self.fd
+
+    def send(self, message, parts=()):
+        frames = []
+        for data in [pickle.dumps(message)] + list(parts):
+            if len(data) > 0x7fffffff:
+                raise ValueError('a part of over 2 GiB')
+            frames += [struct.pack('!I', len(data)), data]
+        _write_all(self.fd, frames)
+
+    def recv(self):
+        return pickle.loads(self.frame())
+
+    def frame(self):
+        self._fill(4)
+        size, = struct.unpack_from('!I', self.buf, self.pos)
+        self.pos += 4
+        if len(self.buf) - self.pos >= size:
+            data = self.buf[self.pos:self.pos + size]
+            self.pos += size
+            return data
+        pieces = [self.buf[self.pos:]]
+        got = len(pieces[0])
+        self.buf, self.pos = b'', 0
+        while got < size:
+            more = os.read(self.fd, size - got)
+            if not more:
+                raise EOFError('the other end closed the pipe')
+            pieces.append(more)
+            got += len(more)
+        return b''.join(pieces) if len(pieces) > 2 or pieces[0] \
+            else pieces[1]
+
+    def _fill(self, size):
+        while len(self.buf) - self.pos < size:
+            more = os.read(self.fd, self.BUFFER)
+            if not more:
+                raise EOFError('the other end closed the pipe')
+            self.buf = self.buf[self.pos:] + more
+            self.pos = 0
+
+    def poll(self, timeout=0):
+        """Whether a frame has started to arrive (waits up to timeout s)."""
+        if self.pos < len(self.buf):
+            return True
+        poller = select.poll()
+        poller.register(self.fd, select.POLLIN)
+        return bool(poller.poll(timeout * 1000))
+
+    def close(self):
+        os.close(self.fd)
 
 
 def _write_all(fd, frames):
@@ -330,8 +390,8 @@ def serve(root, requests_fd, replies_fd):
     is the parent's to handle (it stops us); anything unexpected goes to
     the parent's log, not to the terminal."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    requests = Connection(int(requests_fd), writable=False)
-    replies = Connection(int(replies_fd), readable=False)
+    requests = _Channel(int(requests_fd))
+    replies = _Channel(int(replies_fd))
     try:
         _serve(root, requests, replies)
     except Exception:
@@ -385,7 +445,7 @@ class _Inbox:
         while True:
             try:
                 request = self.requests.recv()
-                parts = [self.requests.recv_bytes()
+                parts = [self.requests.frame()
                          for _ in range(request[3])] \
                     if request[0] == 'create' else []
             except EOFError:
@@ -448,5 +508,4 @@ class _Server:
         except Exception:
             self.replies.send(('read', path, False))
             return
-        self.replies.send(('read', path, True))
-        self.replies.send_bytes(data)
+        self.replies.send(('read', path, True), [data])
