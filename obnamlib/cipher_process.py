@@ -41,7 +41,7 @@ _log = logging.getLogger(__name__)
 
 _PIPE_BYTES = 1 << 20
 # Bytes of requests the helper reads ahead of its work, at most (_Inbox).
-INBOX_BYTES = 32 << 20
+INBOX_BYTES = 8 << 20
 _IOV_MAX = 512
 _F_SETPIPE_SZ = getattr(fcntl, 'F_SETPIPE_SZ', 1031)
 
@@ -134,21 +134,29 @@ class CipherProcess:
 
     # --- reading ahead -----------------------------------------------------
 
-    def read_ahead(self, path, passphrase):
-        """Ask for path's contents (unwrapped with passphrase's key) to be
-        ready for take(); False if too many are asked already."""
-        if self.broken is not None or len(self.ahead) >= MAX_AHEAD:
-            return False
-        if path in self.ahead:
-            return True
-        try:
-            key_id = self._key_id(passphrase)
-            self._send(('read', path, key_id))
-        except CipherProcessFailed:
-            return False
-        self.used = True
-        self.ahead[path] = None
-        return True
+    def read_ahead(self, wanted):
+        """Ask, in one message, for the contents of [(path, passphrase)]
+        (unwrapped with that key) to be ready for take(); beyond
+        MAX_AHEAD outstanding requests the rest is not asked for."""
+        if self.broken is not None:
+            return
+        asked = []
+        for path, passphrase in wanted:
+            if len(self.ahead) >= MAX_AHEAD:
+                break
+            if path not in self.ahead:
+                try:
+                    asked.append((path, self._key_id(passphrase)))
+                except CipherProcessFailed:
+                    return
+                self.ahead[path] = None
+        if asked:
+            try:
+                self._send(('read', asked))
+            except CipherProcessFailed:
+                self.ahead.clear()
+                return
+            self.used = True
 
     def take(self, path):
         """The contents read ahead for path, or None (not asked, or the
@@ -498,8 +506,11 @@ class _Server:
         self.replies.send(('synced', self.failures))
         self.failures = []
 
-    def read(self, path, key_id):
-        passphrase = self.passphrases[key_id]
+    def read(self, wanted):
+        for path, key_id in wanted:
+            self._read(path, self.passphrases[key_id])
+
+    def _read(self, path, passphrase):
         try:
             data = filters.unwrap(
                 self.fs.read_file(path),

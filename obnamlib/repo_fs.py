@@ -185,10 +185,13 @@ class RepositoryFS:
         self._ahead_asked += len(paths)
         if self._ahead_asked <= READ_AHEAD_AFTER:
             return
+        wanted = []
         for path in paths:
             passphrase = self.keys.symmetric_key(toplevel_of(path))
-            if passphrase is None or not helper.read_ahead(path, passphrase):
-                return
+            if passphrase is None:
+                break
+            wanted.append((path, passphrase))
+        helper.read_ahead(wanted)
 
     @property
     def can_write_behind(self):
