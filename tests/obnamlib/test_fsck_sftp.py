@@ -195,3 +195,16 @@ def test_read_ahead_windows_end_at_the_chunk_and_byte_limits(monkeypatch):
     assert ahead.window_from(10) == [10]
     assert ahead.window_from(11) == [11]
     assert ahead.window_from(20, skip={21}) == [20, 22]
+
+
+def test_the_next_window_is_hinted_half_way_through_the_last(monkeypatch):
+    monkeypatch.setattr(fsck_engine, 'READ_AHEAD_CHUNKS', 4)
+    ahead = fsck_engine._ReadAhead([queued(100, range(10))])
+    assert ahead.window_from(0) == [0, 1, 2, 3]
+    assert ahead.window_from(1) == []
+    assert ahead.window_from(2) == [4, 5, 6, 7]     # half-way: the next
+    assert ahead.window_from(3) == []
+    assert ahead.window_from(5) == []
+    assert ahead.window_from(6) == [8, 9]
+    assert ahead.window_from(8) == []
+    assert ahead.window_from(9) == []               # nothing left

@@ -247,3 +247,44 @@ def test_symmetric_key_bits_setting(tmp_path):
         assert str(info.value) == (
             '%s: --symmetric-key-bits=%s is not a positive whole number of '
             'bits' % ('R4A7CCX', bad))
+
+
+def test_first_key_asked_for_brings_the_others_side_by_side(
+        tmp_path, gpg_home, monkeypatch):
+    base, fs = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
+    for toplevel in ('clientlist', 'chunklist', 'chunks', '1234'):
+        fs.write_file(toplevel + '/metadata', toplevel.encode())
+    base.write_file('chunksums/key', b'not an OpenPGP message')
+    keyring = gpg.export_public_key(gpg_home.keys['Alice'], gpg_home.path)
+    base.write_file('5678/key', gpg.encrypt_to_keyring(b'xyz', keyring))
+    decrypted = []
+    real_decrypt = gpg.decrypt
+    monkeypatch.setattr(gpg, 'decrypt', lambda data, home: (
+        decrypted.append(data), real_decrypt(data, home))[1])
+    _, reader = open_fs(tmp_path, None, gpg_home)
+    keys = reader.keys
+    assert reader.read_file('chunks/metadata') == b'chunks'
+    # one round of gpg runs for every toplevel of this small repository
+    assert len(decrypted) == 6
+    assert set(keys.cache) == {'clientlist', 'chunklist', 'chunks', '1234'}
+    for toplevel in ('clientlist', 'chunklist', '1234'):
+        assert reader.read_file(toplevel + '/metadata') == toplevel.encode()
+    assert len(decrypted) == 6
+    # keys that could not be read are tried again, and fail, when needed
+    with pytest.raises(errors.GpgError):
+        keys.symmetric_key('chunksums')
+    with pytest.raises(toplevel_keys.BadSymmetricKey):
+        keys.symmetric_key('5678')
+
+
+def test_a_repository_of_many_toplevels_reads_shared_keys_ahead_only(
+        tmp_path, gpg_home, monkeypatch):
+    base, fs = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
+    names = ['clientlist', 'chunklist', 'chunksums', 'chunks'] + [
+        str(i) for i in range(toplevel_keys.MANY_TOPLEVELS)]
+    for toplevel in names:
+        fs.write_file(toplevel + '/metadata', b'm')
+    _, reader = open_fs(tmp_path, None, gpg_home)
+    reader.read_file('3/metadata')
+    assert set(reader.keys.cache) == {
+        'clientlist', 'chunklist', 'chunksums', 'chunks', '3'}
