@@ -263,6 +263,8 @@ class CipherProcess:
                 os.close(from_child)
         self.requests = _Channel(from_parent)
         self.replies = _Channel(to_parent)
+        _log.debug('Started the cipher helper process %d for %s',
+                   self.proc.pid, self.root)
 
     def close(self):
         """Stop the child (it finishes what it was sent first)."""

@@ -279,3 +279,39 @@ def test_clients_with_different_keys_deduplicate(tmp_path, homes):
     ok(obnam(tmp_path, bob, 'c2', b_enc, 'restore', '--to', tmp_path / 'out'))
     assert read_tree(tmp_path / 'out' / str(live).lstrip('/')) == \
         read_tree(live)
+
+
+def test_many_chunks_go_through_the_cipher_helper(tmp_path, homes):
+    """Past the first few chunk files, a helper process encrypts and
+    writes them, and reads them ahead for restore, verify and fsck."""
+    alice, _ = homes
+    live = tmp_path / 'live'
+    live.mkdir()
+    for i in range(60):
+        (live / ('f%02d-%s' % (i, PLANT))).write_bytes(
+            os.urandom(i * 997) + PLANT.encode())
+    (live / 'big').write_bytes(os.urandom(3 * 65536 + 5) + PLANT.encode())
+    enc = '--encrypt-with=%s' % alice.keys['Alice']
+    ok(obnam(tmp_path, alice, 'c1', enc, '--chunk-size=65536',
+             'backup', live))
+    log = (tmp_path / 'obnam.log').read_text()
+    assert 'Started the cipher helper process' in log
+    for dirpath, _, names in os.walk(str(tmp_path / 'repo')):
+        for name in names:
+            data = open(os.path.join(dirpath, name), 'rb').read()
+            assert PLANT.encode() not in data
+    first = read_tree(live)
+    (live / ('f07-%s' % PLANT)).write_bytes(b'changed')
+    ok(obnam(tmp_path, alice, 'c1', enc, '--chunk-size=65536',
+             'backup', live))
+    ok(obnam(tmp_path, alice, 'c1', enc, 'verify', live))
+    ok(obnam(tmp_path, alice, 'c1', enc, 'fsck'))
+    ok(obnam(tmp_path, alice, 'c1', enc, 'restore', '--to', tmp_path / 'new'))
+    assert read_tree(tmp_path / 'new' / str(live).lstrip('/')) == \
+        read_tree(live)
+    gens = ok(obnam(tmp_path, alice, 'c1', enc, 'genids')).split()
+    ok(obnam(tmp_path, alice, 'c1', enc, 'restore', '--generation', gens[0],
+             '--to', tmp_path / 'old'))
+    assert read_tree(tmp_path / 'old' / str(live).lstrip('/')) == first
+    assert (tmp_path / 'obnam.log').read_text().count(
+        'Started the cipher helper process') >= 4
