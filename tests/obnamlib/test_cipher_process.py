@@ -56,6 +56,18 @@ def path_of(i):
     return chunk_store.idpath(1000 + i)
 
 
+@pytest.fixture
+def running(tmp_path):
+    """(fs, writer) of an encrypted repository whose helper has sealed
+    one file, path_of(0) holding b'data'."""
+    fs = encrypted_fs(tmp_path)
+    writer = sealing_writer(fs)
+    fs.create_file(path_of(0), b'data')
+    writer.flush()
+    yield fs, writer
+    fs.close()
+
+
 def test_sealed_size_is_the_real_size():
     cipher = openpgp.SymmetricCipher()
     for size in SIZES + [65535, 65536, 16 * 1024 * 1024]:
@@ -161,11 +173,8 @@ def test_a_failure_is_reported_by_the_next_submit(tmp_path):
     fs.close()
 
 
-def test_a_killed_helper_fails_the_flush_with_one_line(tmp_path):
-    fs = encrypted_fs(tmp_path)
-    writer = sealing_writer(fs)
-    fs.create_file(path_of(0), b'data')
-    writer.flush()
+def test_a_killed_helper_fails_the_flush_with_one_line(running):
+    fs, writer = running
     os.kill(fs.seal_helper().proc.pid, signal.SIGKILL)
     fs.seal_helper().proc.wait()
     with pytest.raises(cipher_process.CipherProcessFailed) as raised:
@@ -174,26 +183,18 @@ def test_a_killed_helper_fails_the_flush_with_one_line(tmp_path):
     assert raised.value.code == 'RD910FX'
     assert 'exit code -9' in str(raised.value)
     assert '\n' not in str(raised.value)
-    fs.close()
 
 
-def test_keys_are_not_on_the_helpers_command_line_or_environment(tmp_path):
-    fs = encrypted_fs(tmp_path)
-    writer = sealing_writer(fs)
-    fs.create_file(path_of(0), b'data')
-    writer.flush()
+def test_keys_are_not_on_the_helpers_command_line_or_environment(running):
+    fs, writer = running
     pid = fs.seal_helper().proc.pid
     for name in ('cmdline', 'environ'):
         with open('/proc/%d/%s' % (pid, name), 'rb') as f:
             assert PASSPHRASE.encode() not in f.read()
-    fs.close()
 
 
-def test_helper_ends_cleanly_when_closed(tmp_path):
-    fs = encrypted_fs(tmp_path)
-    writer = sealing_writer(fs)
-    fs.create_file(path_of(0), b'data')
-    writer.flush()
+def test_helper_ends_cleanly_when_closed(running):
+    fs, writer = running
     proc = fs.seal_helper().proc
     fs.close()
     assert proc.returncode == 0
@@ -283,11 +284,8 @@ def test_unencrypted_repositories_never_start_a_helper(tmp_path):
     assert fs._process is None
 
 
-def test_a_crash_in_the_helper_is_one_line_and_logged(tmp_path, caplog):
-    fs = encrypted_fs(tmp_path)
-    writer = sealing_writer(fs)
-    fs.create_file(path_of(0), b'data')
-    writer.flush()
+def test_a_crash_in_the_helper_is_one_line_and_logged(running, caplog):
+    fs, writer = running
     fs.seal_helper()._send(('no such request',))
     with pytest.raises(cipher_process.CipherProcessFailed) as raised:
         fs.create_file(path_of(1), b'more')
@@ -295,14 +293,10 @@ def test_a_crash_in_the_helper_is_one_line_and_logged(tmp_path, caplog):
     assert 'AttributeError' in str(raised.value)
     assert '\n' not in str(raised.value)
     assert 'Traceback' in caplog.text
-    fs.close()
 
 
-def test_the_helper_ignores_ctrl_c(tmp_path):
-    fs = encrypted_fs(tmp_path)
-    writer = sealing_writer(fs)
-    fs.create_file(path_of(0), b'data')
-    writer.flush()
+def test_the_helper_ignores_ctrl_c(running, tmp_path):
+    fs, writer = running
     os.kill(fs.seal_helper().proc.pid, signal.SIGINT)
     fs.create_file(path_of(1), b'more')
     writer.flush()
