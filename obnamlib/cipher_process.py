@@ -171,13 +171,11 @@ class CipherProcess:
             self._break(e)
             self.ahead.clear()
             return None
-        for asked in list(self.ahead):
-            data = self.ahead[asked]
+        while True:     # replies come in order: the older are stale
+            asked = next(iter(self.ahead))
+            data = self.ahead.pop(asked)
             if asked == path:
-                del self.ahead[asked]
                 return data or None
-            if data is not None:
-                del self.ahead[asked]
 
     def _forget_ahead(self):
         """Receive and drop every read-ahead reply still to come: the
@@ -279,11 +277,7 @@ class CipherProcess:
             pass
         self.requests.close()
         self.replies.close()
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        self.proc.wait()    # it ends at 'stop', or when its pipes close
         self.proc = None
         self.broken = self.broken or 'it was stopped'
 
@@ -404,9 +398,15 @@ def serve(root, requests_fd, replies_fd):
     replies = _Channel(int(replies_fd))
     try:
         _serve(root, requests, replies)
+    except (BrokenPipeError, EOFError):
+        pass        # the parent stopped listening: nobody to tell
     except Exception:
-        replies.send(('crashed', traceback.format_exc()))
-        sys.exit(1)
+        try:
+            replies.send(('crashed', traceback.format_exc()))
+        except OSError:
+            pass
+        os._exit(1)
+    os._exit(0)     # nothing is buffered: skip the interpreter's teardown
 
 
 def _serve(root, requests, replies):

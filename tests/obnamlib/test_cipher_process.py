@@ -304,3 +304,16 @@ def test_the_helper_ignores_ctrl_c(running, tmp_path):
     proc = fs.seal_helper().proc
     fs.close()
     assert proc.returncode == 0
+
+
+def test_closing_with_reads_outstanding_ends_the_helper_quietly(
+        tmp_path, capfd, monkeypatch):
+    monkeypatch.setattr(repo_fs, 'READ_AHEAD_AFTER', 0)
+    paths = stored_files(tmp_path, 40, size=100000)   # more than the pipe
+    fs = encrypted_fs(tmp_path)
+    fs.read_ahead(paths)
+    assert fs.read_file(paths[0]) == payload(0, 100000)
+    proc = fs.seal_helper().proc
+    fs.close()
+    assert proc.returncode == 0
+    assert capfd.readouterr().err == ''
