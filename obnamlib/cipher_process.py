@@ -11,27 +11,21 @@ a 100 MiB backup, such a thread finished later than encrypting in line.
 A process shares no lock: the parent copies each chunk into a pipe and
 goes on.
 
-The helper runs `serve` with the parent's interpreter and package.  Keys
+The helper (obnamlib.cipher_helper) runs with the parent's interpreter and
+package.  Keys
 reach it over the pipe, never on its command line or in its environment.
 Errors never come from here as new messages: a create that failed is
 reported with the exception the child met, and a read-ahead that failed
 is simply not used, so the caller's own read reports it.
 """
 
-import collections
-import fcntl
 import logging
 import os
-import pickle
-import select
-import struct
-import signal
 import subprocess
 import sys
-import threading
-import traceback
 
 from obnamlib import errors, filters
+from obnamlib.frame_pipe import Channel, new_pipe
 
 # Requests of one read-ahead still unanswered, at most: their paths fit in
 # the request pipe, so sending one never waits for the child.
@@ -39,14 +33,8 @@ MAX_AHEAD = 256
 
 _log = logging.getLogger(__name__)
 
-_PIPE_BYTES = 1 << 20
-# Bytes of requests the helper reads ahead of its work, at most (_Inbox).
-INBOX_BYTES = 8 << 20
-_IOV_MAX = 512
-_F_SETPIPE_SZ = getattr(fcntl, 'F_SETPIPE_SZ', 1031)
-
 _BOOT = ('import sys; sys.path.insert(0, sys.argv[1]); '
-         'from obnamlib.cipher_process import serve; serve(*sys.argv[2:])')
+         'from obnamlib.cipher_helper import serve; serve(*sys.argv[2:])')
 
 
 class CipherProcessFailed(errors.ObnamError):
@@ -130,7 +118,7 @@ class CipherProcess:
             reply = self._call(self._receive)
             if reply is not None:
                 self.failure_noticed = False
-                return [(path, _rebuilt(error)) for path, error in reply]
+                return [(path, rebuilt_error(error)) for path, error in reply]
 
     # --- reading ahead -----------------------------------------------------
 
@@ -240,8 +228,8 @@ class CipherProcess:
     def _start(self):
         if self.broken is not None:
             raise CipherProcessFailed(reason=self.broken)
-        to_child, from_parent = _pipe()
-        to_parent, from_child = _pipe()
+        to_child, from_parent = new_pipe()
+        to_parent, from_child = new_pipe()
         package_parent = os.path.dirname(os.path.dirname(
             os.path.abspath(__file__)))
         argv = [sys.executable, '-I', '-c', _BOOT, package_parent,
@@ -259,8 +247,8 @@ class CipherProcess:
             if self.proc is not None:
                 os.close(to_child)
                 os.close(from_child)
-        self.requests = _Channel(from_parent)
-        self.replies = _Channel(to_parent)
+        self.requests = Channel(from_parent)
+        self.replies = Channel(to_parent)
         _log.debug('Started the cipher helper process %d for %s',
                    self.proc.pid, self.root)
 
@@ -282,243 +270,15 @@ class CipherProcess:
         self.broken = self.broken or 'it was stopped'
 
 
-class _Channel:
-    """One direction of a pipe, carrying frames: a 4-byte length, then
-    that many bytes (a pickled message, or data that goes with one).  A
-    message and its data are written with one system call; frames are
-    read through a buffer, so that small ones cost no system call each,
-    and a big one is read straight into its own bytes."""
-
-    BUFFER = 65536
-
-    def __init__(self, fd):
-        self.fd = fd
-        self.buf = b''
-        self.pos = 0
-
-    def fileno(self):
-        return self.fd
-
-    def send(self, message, parts=()):
-        frames = []
-        for data in [pickle.dumps(message)] + list(parts):
-            if len(data) > 0x7fffffff:
-                raise ValueError('a part of over 2 GiB')
-            frames += [struct.pack('!I', len(data)), data]
-        _write_all(self.fd, frames)
-
-    def recv(self):
-        return pickle.loads(self.frame())
-
-    def frame(self):
-        self._fill(4)
-        size, = struct.unpack_from('!I', self.buf, self.pos)
-        self.pos += 4
-        if len(self.buf) - self.pos >= size:
-            data = self.buf[self.pos:self.pos + size]
-            self.pos += size
-            return data
-        pieces = [self.buf[self.pos:]]
-        got = len(pieces[0])
-        self.buf, self.pos = b'', 0
-        while got < size:
-            more = os.read(self.fd, size - got)
-            if not more:
-                raise EOFError('the other end closed the pipe')
-            pieces.append(more)
-            got += len(more)
-        return b''.join(pieces) if len(pieces) > 2 or pieces[0] \
-            else pieces[1]
-
-    def _fill(self, size):
-        while len(self.buf) - self.pos < size:
-            more = os.read(self.fd, self.BUFFER)
-            if not more:
-                raise EOFError('the other end closed the pipe')
-            self.buf = self.buf[self.pos:] + more
-            self.pos = 0
-
-    def poll(self, timeout=0):
-        """Whether a frame has started to arrive (waits up to timeout s)."""
-        if self.pos < len(self.buf):
-            return True
-        poller = select.poll()
-        poller.register(self.fd, select.POLLIN)
-        return bool(poller.poll(timeout * 1000))
-
-    def close(self):
-        os.close(self.fd)
-
-
-def _write_all(fd, frames):
-    """os.writev until every byte of frames is written."""
-    frames = [memoryview(frame).cast('B') for frame in frames]
-    while frames:
-        written = os.writev(fd, frames[:_IOV_MAX])
-        while frames and written >= len(frames[0]):
-            written -= len(frames[0])
-            frames.pop(0)
-        if written:
-            frames[0] = frames[0][written:]
-
-
-def _pipe():
-    """(read end, write end), with room for a whole chunk if the kernel
-    allows it (fewer wake-ups per chunk)."""
-    read_end, write_end = os.pipe()
-    try:
-        fcntl.fcntl(write_end, _F_SETPIPE_SZ, _PIPE_BYTES)
-    except OSError:
-        pass
-    return read_end, write_end
-
-
-def _described(error):
+def described_error(error):
     """An exception as plain data the parent can raise again."""
     if isinstance(error, OSError):
         return ('os', error.errno, error.strerror, error.filename)
     return ('other', None, str(error), None)
 
 
-def _rebuilt(described):
+def rebuilt_error(described):
     kind, number, text, filename = described
     if kind == 'os' and number is not None:
         return OSError(number, text, filename)
     return CipherProcessFailed(reason=text)
-
-
-# --- the child ---------------------------------------------------------------
-
-def serve(root, requests_fd, replies_fd):
-    """The child: requests in order until 'stop' or end of input.  Ctrl-C
-    is the parent's to handle (it stops us); anything unexpected goes to
-    the parent's log, not to the terminal."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    requests = _Channel(int(requests_fd))
-    replies = _Channel(int(replies_fd))
-    try:
-        _serve(root, requests, replies)
-    except (BrokenPipeError, EOFError):
-        pass        # the parent stopped listening: nobody to tell
-    except Exception:
-        try:
-            replies.send(('crashed', traceback.format_exc()))
-        except OSError:
-            pass
-        os._exit(1)
-    os._exit(0)     # nothing is buffered: skip the interpreter's teardown
-
-
-def _serve(root, requests, replies):
-    from obnamlib import openpgp, vfs_local
-    server = _Server(vfs_local.LocalFS(root), openpgp.SymmetricCipher(),
-                     replies)
-    inbox = _Inbox(requests)
-    while True:
-        request, parts = inbox.get()
-        if request[0] == 'stop':
-            return
-        if request[0] == 'create':
-            server.create(request[1], request[2], parts)
-        else:
-            getattr(server, request[0])(*request[1:])
-
-
-class _Inbox:
-    """The child's requests, read from the pipe by a thread of its own up
-    to INBOX_BYTES ahead of the work: the pipe holds only about one chunk,
-    so without this a run of big chunks to encrypt would stop the parent
-    whenever the child is a chunk behind."""
-
-    def __init__(self, requests, limit=None):
-        self.requests = requests
-        self.limit = INBOX_BYTES if limit is None else limit
-        self.items = collections.deque()
-        self.bytes = 0
-        self.ready = threading.Condition()
-        threading.Thread(target=self._fill, name='inbox', daemon=True).start()
-
-    def get(self):
-        """(request, parts) in the order they were sent; ('stop',) at the
-        end of input; a failure of the reading thread is raised here."""
-        with self.ready:
-            while not self.items:
-                self.ready.wait()
-            request, parts = self.items.popleft()
-            self.bytes -= _size(parts)
-            self.ready.notify_all()
-        if isinstance(request, BaseException):
-            raise request
-        return request, parts
-
-    def _fill(self):
-        while True:
-            try:
-                request = self.requests.recv()
-                parts = [self.requests.frame()
-                         for _ in range(request[3])] \
-                    if request[0] == 'create' else []
-            except EOFError:
-                request, parts = ('stop',), []
-            except BaseException as e:
-                request, parts = e, []
-            self._put(request, parts)
-            if not isinstance(request, tuple) or request[0] == 'stop':
-                return
-
-    def _put(self, request, parts):
-        size = _size(parts)
-        with self.ready:
-            while self.bytes and self.bytes + size > self.limit:
-                self.ready.wait()
-            self.items.append((request, parts))
-            self.bytes += size
-            self.ready.notify_all()
-
-
-def _size(parts):
-    return sum(len(part) for part in parts)
-
-
-class _Server:
-
-    def __init__(self, fs, cipher, replies):
-        self.fs = fs
-        self.cipher = cipher
-        self.replies = replies
-        self.passphrases = {}
-        self.failures = []
-
-    def key(self, key_id, passphrase):
-        self.passphrases[key_id] = passphrase
-
-    def create(self, path, key_id, parts):
-        try:
-            if key_id is None:
-                data = b''.join(parts)
-            else:
-                data = seal(self.cipher, parts, self.passphrases[key_id])
-            self.fs.create_file(path, data)
-        except Exception as e:
-            if not self.failures:
-                self.replies.send(('failed',))
-            self.failures.append((path, _described(e)))
-
-    def sync(self):
-        self.replies.send(('synced', self.failures))
-        self.failures = []
-
-    def read(self, wanted):
-        for path, key_id in wanted:
-            self._read(path, self.passphrases[key_id])
-
-    def _read(self, path, passphrase):
-        try:
-            data = filters.unwrap(
-                self.fs.read_file(path),
-                lambda data: self.cipher.decrypt_in_scratch(data, passphrase),
-                filename=path, copy=False)
-        except Exception:
-            self.replies.send(('read', path, False))
-            return
-        self.replies.send(('read', path, True), [data])

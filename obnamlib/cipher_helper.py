@@ -1,0 +1,153 @@
+"""The helper process of obnamlib.cipher_process, run as
+`python3 -I -c ... serve(root, requests_fd, replies_fd)`: it seals and
+creates files, and reads and unwraps files ahead, for one repository
+root, in the order asked.  It imports as little as it needs: it boots
+while the parent works."""
+
+import collections
+import os
+import signal
+import threading
+import traceback
+
+from obnamlib import filters
+from obnamlib.cipher_process import described_error, seal
+from obnamlib.frame_pipe import Channel
+
+# Bytes of requests the helper reads ahead of its work, at most (_Inbox).
+INBOX_BYTES = 8 << 20
+
+
+def serve(root, requests_fd, replies_fd):
+    """The child: requests in order until 'stop' or end of input.  Ctrl-C
+    is the parent's to handle (it stops us); anything unexpected goes to
+    the parent's log, not to the terminal."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    requests = Channel(int(requests_fd))
+    replies = Channel(int(replies_fd))
+    try:
+        _serve(root, requests, replies)
+    except (BrokenPipeError, EOFError):
+        pass        # the parent stopped listening: nobody to tell
+    except Exception:
+        try:
+            replies.send(('crashed', traceback.format_exc()))
+        except OSError:
+            pass
+        os._exit(1)
+    os._exit(0)     # nothing is buffered: skip the interpreter's teardown
+
+
+def _serve(root, requests, replies):
+    from obnamlib import openpgp, vfs_local
+    server = _Server(vfs_local.LocalFS(root), openpgp.SymmetricCipher(),
+                     replies)
+    inbox = _Inbox(requests)
+    while True:
+        request, parts = inbox.get()
+        if request[0] == 'stop':
+            return
+        if request[0] == 'create':
+            server.create(request[1], request[2], parts)
+        else:
+            getattr(server, request[0])(*request[1:])
+
+
+class _Inbox:
+    """The child's requests, read from the pipe by a thread of its own up
+    to INBOX_BYTES ahead of the work: the pipe holds only about one chunk,
+    so without this a run of big chunks to encrypt would stop the parent
+    whenever the child is a chunk behind."""
+
+    def __init__(self, requests, limit=None):
+        self.requests = requests
+        self.limit = INBOX_BYTES if limit is None else limit
+        self.items = collections.deque()
+        self.bytes = 0
+        self.ready = threading.Condition()
+        threading.Thread(target=self._fill, name='inbox', daemon=True).start()
+
+    def get(self):
+        """(request, parts) in the order they were sent; ('stop',) at the
+        end of input; a failure of the reading thread is raised here."""
+        with self.ready:
+            while not self.items:
+                self.ready.wait()
+            request, parts = self.items.popleft()
+            self.bytes -= _size(parts)
+            self.ready.notify_all()
+        if isinstance(request, BaseException):
+            raise request
+        return request, parts
+
+    def _fill(self):
+        while True:
+            try:
+                request = self.requests.recv()
+                parts = [self.requests.frame()
+                         for _ in range(request[3])] \
+                    if request[0] == 'create' else []
+            except EOFError:
+                request, parts = ('stop',), []
+            except BaseException as e:
+                request, parts = e, []
+            self._put(request, parts)
+            if not isinstance(request, tuple) or request[0] == 'stop':
+                return
+
+    def _put(self, request, parts):
+        size = _size(parts)
+        with self.ready:
+            while self.bytes and self.bytes + size > self.limit:
+                self.ready.wait()
+            self.items.append((request, parts))
+            self.bytes += size
+            self.ready.notify_all()
+
+
+def _size(parts):
+    return sum(len(part) for part in parts)
+
+
+class _Server:
+
+    def __init__(self, fs, cipher, replies):
+        self.fs = fs
+        self.cipher = cipher
+        self.replies = replies
+        self.passphrases = {}
+        self.failures = []
+
+    def key(self, key_id, passphrase):
+        self.passphrases[key_id] = passphrase
+
+    def create(self, path, key_id, parts):
+        try:
+            if key_id is None:
+                data = b''.join(parts)
+            else:
+                data = seal(self.cipher, parts, self.passphrases[key_id])
+            self.fs.create_file(path, data)
+        except Exception as e:
+            if not self.failures:
+                self.replies.send(('failed',))
+            self.failures.append((path, described_error(e)))
+
+    def sync(self):
+        self.replies.send(('synced', self.failures))
+        self.failures = []
+
+    def read(self, wanted):
+        for path, key_id in wanted:
+            self._read(path, self.passphrases[key_id])
+
+    def _read(self, path, passphrase):
+        try:
+            data = filters.unwrap(
+                self.fs.read_file(path),
+                lambda data: self.cipher.decrypt_in_scratch(data, passphrase),
+                filename=path, copy=False)
+        except Exception:
+            self.replies.send(('read', path, False))
+            return
+        self.replies.send(('read', path, True), [data])
