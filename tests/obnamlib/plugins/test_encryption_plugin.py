@@ -293,7 +293,7 @@ def test_many_chunks_go_through_the_cipher_helper(tmp_path, homes):
     (live / 'big').write_bytes(os.urandom(3 * 65536 + 5) + PLANT.encode())
     enc = '--encrypt-with=%s' % alice.keys['Alice']
     ok(obnam(tmp_path, alice, 'c1', enc, '--chunk-size=65536',
-             'backup', live))
+             '--checkpoint=300k', 'backup', live))
     log = (tmp_path / 'obnam.log').read_text()
     assert 'Started the cipher helper process' in log
     for dirpath, _, names in os.walk(str(tmp_path / 'repo')):
