@@ -14,8 +14,9 @@ from obnamlib import cipher_process, errors, filters
 UNFILTERED_PATHS = ('metadata/format',)
 UNFILTERED_NAMES = ('key', 'userkeys', 'lock')
 
-# Files asked for ahead before a helper process reads them (read_ahead).
-READ_AHEAD_AFTER = 32
+# Files asked for ahead that are read in line, while the helper process
+# that reads the rest boots (read_ahead).
+READ_AHEAD_AFTER = 64
 
 
 def normalise(path):
@@ -173,18 +174,19 @@ class RepositoryFS:
 
     def read_ahead(self, paths):
         """Have these files read and decrypted in a second process, for
-        the read_file calls that follow (encrypted local repositories,
-        once more than READ_AHEAD_AFTER files were asked for: fewer do
-        not pay for starting it)."""
+        the read_file calls that follow (encrypted local repositories).
+        The first READ_AHEAD_AFTER files are left to read_file: the helper
+        boots meanwhile, and a command that reads only a few files does
+        not wait for it."""
         if self.keys is None or self.format5 or \
                 not getattr(self.base, 'creates_in_background', False):
             return
         paths = [path for path in paths if is_filtered(path)]
         helper = self.seal_helper()
-        helper.start()          # it boots while the first files are read
+        helper.start()
+        in_line = max(0, READ_AHEAD_AFTER - self._ahead_asked)
         self._ahead_asked += len(paths)
-        if self._ahead_asked <= READ_AHEAD_AFTER:
-            return
+        paths = paths[in_line:]
         wanted = []
         for path in paths:
             passphrase = self.keys.symmetric_key(toplevel_of(path))

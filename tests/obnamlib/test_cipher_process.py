@@ -228,6 +228,17 @@ def test_files_read_ahead_come_from_the_helper(tmp_path):
     fs.close()
 
 
+def test_the_first_files_of_one_long_hint_are_read_in_line(tmp_path):
+    count = repo_fs.READ_AHEAD_AFTER + 20
+    paths = stored_files(tmp_path, count)
+    fs = encrypted_fs(tmp_path)
+    fs.read_ahead(paths)
+    assert [fs.read_file(path) for path in paths] == [
+        payload(i, 5000) for i in range(count)]
+    assert fs.cipher.decrypted == repo_fs.READ_AHEAD_AFTER
+    fs.close()
+
+
 def test_a_damaged_file_read_ahead_fails_as_it_would_in_line(tmp_path):
     count = repo_fs.READ_AHEAD_AFTER + 10
     paths = stored_files(tmp_path, count)
