@@ -55,8 +55,8 @@ def wrap(payload, compression=False, encrypt=None):
 
 def unencrypted_parts(payload, compression=False):
     """The tag chain up to encryption, as parts to concatenate: a cipher
-    that takes parts (RepositoryFS's write-behind) never copies the
-    payload to put a tag in front of it."""
+    that takes parts (cipher_process.seal) never copies the payload to
+    put a tag in front of it."""
     if compression:
         packed = compress(tagged(END, payload))
         if packed is not None:

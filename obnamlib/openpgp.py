@@ -458,8 +458,8 @@ class SymmetricCipher:
     def encrypt_in_scratch(self, parts, passphrase, lead=b''):
         """lead + encrypt(b''.join(parts), passphrase), as a view of this
         thread's scratch buffer that the thread's next call overwrites:
-        for a caller that writes it out at once (RepositoryFS's
-        write-behind thread).  No allocation, no copy of the parts."""
+        for a caller that writes it out at once (cipher_process.seal).
+        No allocation, no copy of the parts."""
         wkey = self._write_key(_as_bytes(passphrase))
         return _encrypt_seipd_into(wkey.key, parts, lead + wkey.skesk,
                                    _scratch)
@@ -480,7 +480,9 @@ class SymmetricCipher:
         """decrypt_view into this thread's reading scratch buffer, which
         its next call overwrites: for a caller that copies or sends the
         plaintext at once (the helper of obnamlib.cipher_process)."""
-        return self.decrypt_view(data, passphrase, into=_read_scratch)
+        inside = getattr(data, 'obj', None) is _read_scratch.buf
+        return self.decrypt_view(data, passphrase,
+                                 into=None if inside else _read_scratch)
 
     def decrypt_view(self, data, passphrase, into=None):
         """The plaintext as a bytes-like object (often a view of the

@@ -136,9 +136,10 @@ class RepositoryFS:
             self._create_raw(path, self._wrap_for(path, data))
 
     def _seal_behind(self, path, data):
-        """Leave a create's encryption to the writer (sealing_writer):
-        the file is counted now, at the size the cipher knows in advance.
-        False if the writer or file do not allow it."""
+        """Leave a create's encryption to the writer (a ProcessChunkWriter
+        has submit_sealed): the file is counted now, at the size the
+        cipher knows in advance.  False if the writer or file do not
+        allow it."""
         if not hasattr(self._behind, 'submit_sealed') or \
                 not is_filtered(path):
             return False

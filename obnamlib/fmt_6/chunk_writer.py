@@ -41,8 +41,6 @@ class ChunkWriter:
     submit(path, data, create): create(path, data) runs in the worker; it
     must be safe there while the caller's thread uses the same storage."""
 
-    creates_in_thread = True    # submit's create may do the costly work
-
     def __init__(self, depth=QUEUE_DEPTH):
         self.queue = queue.Queue(maxsize=depth)
         self.pending = set()      # paths submitted and not yet finished
@@ -193,8 +191,6 @@ class BatchChunkWriter(_FailuresKept):
     create_many).  A batch is written when it is full, at wait/flush
     (before every commit) and before a pending chunk is read."""
 
-    creates_in_thread = False   # submit's data is written as it is
-
     def __init__(self, create_many, max_files=BATCH_FILES,
                  max_bytes=BATCH_BYTES):
         super().__init__()
@@ -244,11 +240,9 @@ class ProcessChunkWriter(_FailuresKept):
     also seals (encrypts) them: RepositoryFS hands the unencrypted parts
     to submit_sealed.  The first few are sealed and created in the
     caller's thread by seal_inline(path, parts, passphrase) while the
-    process starts.  A failed
-    create is reported by the next submit (the process says so at once)
-    or by flush; a file is pending from its submit to the next wait."""
-
-    creates_in_thread = False
+    process starts.  A failed create is reported by the next submit (the
+    process says so at once) or by flush; a file is pending from its
+    submit to the next wait."""
 
     def __init__(self, process, seal_inline, inline=INLINE_SEALS):
         super().__init__()

@@ -328,3 +328,22 @@ def test_closing_with_reads_outstanding_ends_the_helper_quietly(
     fs.close()
     assert proc.returncode == 0
     assert capfd.readouterr().err == ''
+
+
+def test_a_file_encrypted_twice_reads_back_through_the_helper(
+        tmp_path, monkeypatch):
+    """The helper decrypts into a reused buffer; a second encrypt1 layer
+    (not written by Obnam, but a valid tag chain) is read too."""
+    monkeypatch.setattr(repo_fs, 'READ_AHEAD_AFTER', 0)
+    cipher = openpgp.SymmetricCipher()
+    inner = filters.ENCRYPT1_PREFIX + cipher.encrypt(
+        b'\0' + b'twice' * 5000, PASSPHRASE)
+    stored = filters.ENCRYPT1_PREFIX + cipher.encrypt(inner, PASSPHRASE)
+    (tmp_path / 'chunks').mkdir()
+    (tmp_path / 'chunks' / 'x').write_bytes(stored)
+    fs = encrypted_fs(tmp_path)
+    fs.read_ahead(['chunks/x'])
+    assert 'chunks/x' in fs.seal_helper().ahead
+    assert fs.read_file('chunks/x') == b'twice' * 5000
+    assert fs.cipher.decrypted == 0
+    fs.close()
