@@ -3,9 +3,16 @@
 import os
 import random
 
+import larch
 from obnamlib.fmt_6 import forests, keys
 
 TOPLEVEL = 'clientlist'
+
+# The list is read without its lock, so another client's commit may remove
+# a node a reader was about to read: the reader starts again from the new
+# list, at most this many times in all (a node missing every time is
+# damage).
+READ_TRIES = 3
 
 
 class ClientList:
@@ -46,13 +53,23 @@ class ClientList:
         self.forest = self.tree = None
         self.writable = False
 
+    def _read(self, lookup):
+        """lookup(newest tree, or None if there is none), started again on
+        a fresh copy of the list if a node vanished meanwhile (READ_TRIES).
+        """
+        for attempt in range(READ_TRIES):
+            try:
+                return lookup(self._reader())
+            except larch.NodeMissing:
+                if self.writable or attempt + 1 == READ_TRIES:
+                    raise
+                self.forest = self.tree = None
+
     def _entries(self):
-        tree = self._reader()
-        if tree is None:
-            return []
         lo = b'\x00' * keys.CLIENTLIST_KEY_SIZE
         hi = b'\xff' * keys.CLIENTLIST_KEY_SIZE
-        return tree.lookup_range(lo, hi)
+        return self._read(lambda tree: [] if tree is None else list(
+            tree.lookup_range(lo, hi)))
 
     def names(self):
         """Client names (str) in key order."""
@@ -67,28 +84,10 @@ class ClientList:
 
     def find(self, name):
         """Client id of `name` (str), or None."""
-        tree = self._reader()
-        if tree is None:
-            return None
-        raw = os.fsencode(name)
-        digest = keys.md5(raw)
-        lo = digest + b'\x00' * 9
-        hi = digest + b'\xff' * 9
-        for key, value in tree.lookup_range(lo, hi):
-            if key[-1] == keys.CLIENT_NAME and value == raw:
-                return keys.parse_client_key(key)[1]
-        return None
+        return self._read(lambda tree: _find_in(tree, name))
 
     def key_id(self, name):
-        client_id = self.find(name)
-        if client_id is None:
-            return None
-        try:
-            value = self.tree.lookup(keys.client_key(
-                os.fsencode(name), client_id, keys.CLIENT_KEYID))
-        except KeyError:
-            return None
-        return os.fsdecode(value) if value else None
+        return self._read(lambda tree: _key_id_in(tree, name))
 
     def add(self, name, key_id=''):
         """Add a client with a fresh random id; returns the id."""
@@ -112,3 +111,29 @@ class ClientList:
         self.changed = True
         self.tree.remove_range(keys.client_key(raw, client_id, 0),
                                keys.client_key(raw, client_id, 255))
+
+
+def _find_in(tree, name):
+    """Client id of `name` in a client list tree (or None)."""
+    if tree is None:
+        return None
+    raw = os.fsencode(name)
+    digest = keys.md5(raw)
+    lo = digest + b'\x00' * 9
+    hi = digest + b'\xff' * 9
+    for key, value in tree.lookup_range(lo, hi):
+        if key[-1] == keys.CLIENT_NAME and value == raw:
+            return keys.parse_client_key(key)[1]
+    return None
+
+
+def _key_id_in(tree, name):
+    client_id = _find_in(tree, name)
+    if client_id is None:
+        return None
+    try:
+        value = tree.lookup(keys.client_key(
+            os.fsencode(name), client_id, keys.CLIENT_KEYID))
+    except KeyError:
+        return None
+    return os.fsdecode(value) if value else None
