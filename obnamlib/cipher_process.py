@@ -79,6 +79,12 @@ class CipherProcess:
     def started(self):
         return self.proc is not None
 
+    @property
+    def could_not_start(self):
+        """Whether starting the child failed (its users then do its work
+        in line: a machine where it cannot run still gets backups)."""
+        return self.proc is None and self.broken is not None
+
     def start(self):
         """Start the child now (it boots while the caller goes on); a
         failure to start is kept for the first use."""

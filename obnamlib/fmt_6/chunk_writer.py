@@ -240,9 +240,9 @@ class ProcessChunkWriter(_FailuresKept):
     also seals (encrypts) them: RepositoryFS hands the unencrypted parts
     to submit_sealed.  The first few are sealed and created in the
     caller's thread by seal_inline(path, parts, passphrase) while the
-    process starts.  A failed create is reported by the next submit (the
-    process says so at once) or by flush; a file is pending from its
-    submit to the next wait."""
+    process starts (and all of them if it cannot start).  A failed create
+    is reported by the next submit (the process says so at once) or by
+    flush; a file is pending from its submit to the next wait."""
 
     def __init__(self, process, seal_inline, inline=INLINE_SEALS):
         super().__init__()
@@ -254,14 +254,14 @@ class ProcessChunkWriter(_FailuresKept):
     def submit(self, path, data, create):
         """An already filtered file (not one to seal)."""
         self._check()
-        if self.inline_left > 0:
+        if self.inline_left > 0 or self.process.could_not_start:
             self._inline(create, path, data)
             return
         self._send(path, (data,), None)
 
     def submit_sealed(self, path, parts, passphrase):
         self._check()
-        if self.inline_left > 0:
+        if self.inline_left > 0 or self.process.could_not_start:
             self.process.start()        # it boots meanwhile
             self.inline_left -= 1
             self._inline(self.seal_inline, path, parts, passphrase)

@@ -4,6 +4,7 @@ reads them ahead: real child processes, real files, real OpenPGP."""
 import errno
 import os
 import signal
+import sys
 
 import pytest
 
@@ -346,4 +347,22 @@ def test_a_file_encrypted_twice_reads_back_through_the_helper(
     assert 'chunks/x' in fs.seal_helper().ahead
     assert fs.read_file('chunks/x') == b'twice' * 5000
     assert fs.cipher.decrypted == 0
+    fs.close()
+
+
+def test_without_a_helper_everything_is_done_in_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, 'executable', str(tmp_path / 'no-python'))
+    monkeypatch.setattr(repo_fs, 'READ_AHEAD_AFTER', 0)
+    fs = encrypted_fs(tmp_path / 'repo')
+    writer = sealing_writer(fs, inline=2)
+    for i in range(10):
+        fs.create_file(path_of(i), payload(i, 3000))
+    writer.flush()
+    assert fs.cipher.encrypted == 10
+    assert fs.seal_helper().could_not_start
+    paths = [path_of(i) for i in range(10)]
+    fs.read_ahead(paths)
+    assert [fs.read_file(p) for p in paths] == [
+        payload(i, 3000) for i in range(10)]
+    assert fs.cipher.decrypted == 10
     fs.close()
