@@ -26,13 +26,19 @@ class RecordingLocalFS(obnamlib.vfs_local.LocalFS):
         super().sync()
 
 
-def test_chunks_and_nodes_are_synced_before_each_commit_flag(tmp_path):
+def repository_with_client(tmp_path):
+    """(recording storage, repository) with client 'c' added."""
     base = RecordingLocalFS(str(tmp_path))
     base.write_file('metadata/format', b'6\n')
     repo = RepositoryFormat6(repo_fs.RepositoryFS(base), lock_timeout=0)
     repo.lock_client_list()
     repo.add_client('c')
     repo.commit_client_list()
+    return base, repo
+
+
+def test_chunks_and_nodes_are_synced_before_each_commit_flag(tmp_path):
+    base, repo = repository_with_client(tmp_path)
     repo.lock_client('c')
     gen = repo.create_generation('c')
     ids = [repo.put_chunk_content(b'%d' % i * 1000) for i in range(30)]
@@ -54,12 +60,7 @@ def test_chunks_and_nodes_are_synced_before_each_commit_flag(tmp_path):
 
 
 def test_readers_never_sync(tmp_path):
-    base = RecordingLocalFS(str(tmp_path))
-    base.write_file('metadata/format', b'6\n')
-    writer = RepositoryFormat6(repo_fs.RepositoryFS(base), lock_timeout=0)
-    writer.lock_client_list()
-    writer.add_client('c')
-    writer.commit_client_list()
+    base, writer = repository_with_client(tmp_path)
     writer.close()
     base.log = []
     reader = RepositoryFormat6(repo_fs.RepositoryFS(base), lock_timeout=0)
