@@ -24,11 +24,11 @@ from obnamlib import errors, gpg, openpgp
 KEY = 'key'
 USERKEYS = 'userkeys'
 UNENCRYPTED_TOPLEVELS = ('metadata',)
-# Toplevels that every command reading or writing a repository uses.
-SHARED_TOPLEVELS = ('clientlist', 'chunklist', 'chunksums', 'chunks')
+# Toplevels that every client shares (and every command reading or
+# writing a repository uses).
+SHARED_TOPLEVELS = ('chunklist', 'chunks', 'chunksums', 'clientlist')
 # More toplevels than this: read the shared toplevels' keys ahead only.
 MANY_TOPLEVELS = 8
-SHARED_TOPLEVELS = ('chunklist', 'chunks', 'chunksums', 'clientlist')
 
 
 class EncryptionKeyRequired(errors.ObnamError):
@@ -133,6 +133,7 @@ class ToplevelKeys:
         self.weak_random = weak_random
         self.cipher = cipher or openpgp.SymmetricCipher()
         self.cache = {}
+        self.others_read = False  # the first key read brought the others
         self.lock = threading.Lock()
         self._check()
 
@@ -186,9 +187,11 @@ class ToplevelKeys:
         run beside the others."""
         with self.lock:
             if toplevel not in self.cache:
-                self._read_keys(toplevel, [
+                others = [] if self.others_read else [
                     other for other in self._likely_toplevels()
-                    if other != toplevel and other not in self.cache])
+                    if other != toplevel]
+                self.others_read = True
+                self._read_keys(toplevel, others)
             return self.cache[toplevel]
 
     def _likely_toplevels(self):

@@ -6,9 +6,9 @@ read each toplevel of the repository.
 """
 
 from obnamlib import errors, gpg, plugin
+from obnamlib.toplevel_keys import SHARED_TOPLEVELS
 
 GROUP = 'Encryption'
-SHARED_TOPLEVELS = ('chunklist', 'chunks', 'chunksums', 'clientlist')
 NOT_TOPLEVELS = ('metadata',)
 
 
