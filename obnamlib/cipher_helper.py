@@ -143,11 +143,12 @@ class _Server:
 
     def _read(self, path, passphrase):
         try:
+            stored = self.fs.read_file(path)
             data = filters.unwrap(
-                self.fs.read_file(path),
+                stored,
                 lambda data: self.cipher.decrypt_in_scratch(data, passphrase),
                 filename=path, copy=False)
         except Exception:
-            self.replies.send(('read', path, False))
+            self.replies.send(('read', path, None))
             return
-        self.replies.send(('read', path, True), [data])
+        self.replies.send(('read', path, len(stored)), [data])

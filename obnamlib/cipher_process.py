@@ -70,7 +70,8 @@ class CipherProcess:
         self.requests = None
         self.replies = None
         self.key_ids = {}         # passphrase -> id the child knows it by
-        self.ahead = {}           # path -> None (asked), data, or False
+        self.ahead = {}           # path -> None (asked), (data, stored
+                                  # size), or False (could not be read)
         self.failure_noticed = False
         self.broken = None        # why the child cannot be used
         self.used = False         # whether it was sent any work
@@ -153,9 +154,10 @@ class CipherProcess:
             self.used = True
 
     def take(self, path):
-        """The contents read ahead for path, or None (not asked, or the
-        read failed: the caller reads it and reports).  Older requests
-        than path's are dropped: reads follow the order of asking."""
+        """(contents, stored size) of path read ahead, or None (not asked,
+        or the read failed: the caller reads it and reports).  Older
+        requests than path's are dropped: reads follow the order of
+        asking."""
         if path not in self.ahead:
             return None
         try:
@@ -167,9 +169,9 @@ class CipherProcess:
             return None
         while True:     # replies come in order: the older are stale
             asked = next(iter(self.ahead))
-            data = self.ahead.pop(asked)
+            got = self.ahead.pop(asked)
             if asked == path:
-                return data or None
+                return got or None
 
     def _forget_ahead(self):
         """Receive and drop every read-ahead reply still to come: the
@@ -210,9 +212,11 @@ class CipherProcess:
         reply = self.replies.recv()
         kind = reply[0]
         if kind == 'read':
-            data = self.replies.frame() if reply[2] else False
+            stored_size = reply[2]
+            got = False if stored_size is None else (
+                self.replies.frame(), stored_size)
             if reply[1] in self.ahead:
-                self.ahead[reply[1]] = data
+                self.ahead[reply[1]] = got
         elif kind == 'failed':
             self.failure_noticed = True
         elif kind == 'synced':

@@ -87,9 +87,10 @@ class RepositoryFS:
 
     def read_file(self, path):
         if self._process is not None:
-            data = self._process.take(path)
-            if data is not None:
-                self.bytes_read += len(data)
+            got = self._process.take(path)
+            if got is not None:
+                data, stored_size = got
+                self.bytes_read += stored_size
                 return data
         return self._unwrap(path, self.read_raw(path))
 

@@ -226,6 +226,8 @@ def test_files_read_ahead_come_from_the_helper(tmp_path):
     got = [fs.read_file(path) for path in paths]
     assert got == [payload(i, 5000) for i in range(count)]
     assert fs.cipher.decrypted == repo_fs.READ_AHEAD_AFTER
+    assert fs.bytes_read == sum(os.path.getsize(tmp_path / path)
+                                for path in paths)   # stored bytes, as ever
     fs.close()
 
 
