@@ -113,10 +113,9 @@ class ChunkWriter:
     def _create(self, path, data, create):
         try:
             create(path, data)
-        except FileExistsError:
-            self._failed(path, ChunkFileTaken(filename=path))
         except BaseException as e:
-            self._failed(path, e)
+            self._failed(path, ChunkFileTaken(filename=path)
+                         if _names_file(e, path) else e)
         finally:
             with self.lock:
                 self.pending.discard(path)

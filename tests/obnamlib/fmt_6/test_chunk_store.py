@@ -117,6 +117,28 @@ def test_name_taken_while_writing_behind_stops_without_harming_it(tmp_path):
     store.flush()           # reported once
 
 
+@pytest.mark.parametrize('make_writer', [
+    lambda: chunk_writer.ChunkWriter(),
+    lambda: chunk_writer.BatchChunkWriter(
+        lambda items: [FileExistsError(17, 'File exists', where)
+                       for _, where in items])])
+def test_only_the_chunk_file_itself_existing_is_a_name_taken(make_writer):
+    """FileExistsError for a directory on the way (a file in its place:
+    a damaged repository) is that error, not ChunkFileTaken."""
+    path = 'chunks/24/0/0/30000'
+    for where, expected in (('/r/' + path, chunk_writer.ChunkFileTaken),
+                            ('/r/chunks/24', FileExistsError)):
+        writer = make_writer()
+
+        def create(path, data):
+            raise FileExistsError(17, 'File exists', data)
+        writer.submit(path, where, create)
+        with pytest.raises(expected):
+            writer.flush()
+        assert writer.has_failed(path)
+        writer.close()
+
+
 def test_write_error_is_raised_by_the_next_put(tmp_path):
     fs = local_repo_fs(tmp_path)
     store = ChunkStore(fs, rng=FixedStarts(0x40000))
