@@ -184,10 +184,12 @@ class RepositoryFS:
                 not getattr(self.base, 'creates_in_background', False):
             return
         paths = [path for path in paths if is_filtered(path)]
-        helper = self.seal_helper()
-        helper.start()
         in_line = max(0, READ_AHEAD_AFTER - self._ahead_asked)
         self._ahead_asked += len(paths)
+        if self._ahead_asked <= READ_AHEAD_AFTER // 2:
+            return      # so few so far that the helper may never be needed
+        helper = self.seal_helper()
+        helper.start()
         paths = paths[in_line:]
         wanted = []
         for path in paths:

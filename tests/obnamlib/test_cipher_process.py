@@ -368,3 +368,13 @@ def test_without_a_helper_everything_is_done_in_line(tmp_path, monkeypatch):
         payload(i, 3000) for i in range(10)]
     assert fs.cipher.decrypted == 10
     fs.close()
+
+
+def test_a_few_files_asked_for_start_no_helper(tmp_path):
+    paths = stored_files(tmp_path, repo_fs.READ_AHEAD_AFTER // 2)
+    fs = encrypted_fs(tmp_path)
+    fs.read_ahead(paths)
+    assert [fs.read_file(p) for p in paths] == [
+        payload(i, 5000) for i in range(len(paths))]
+    assert not fs.seal_helper().started
+    fs.close()
