@@ -38,6 +38,7 @@ class Channel:
         self.fd = fd
         self.buf = b''
         self.pos = 0
+        self.poller = None        # made at the first poll (once per chunk)
 
     def fileno(self):
         return self.fd
@@ -85,9 +86,10 @@ class Channel:
         """Whether a frame has started to arrive (waits up to timeout s)."""
         if self.pos < len(self.buf):
             return True
-        poller = select.poll()
-        poller.register(self.fd, select.POLLIN)
-        return bool(poller.poll(timeout * 1000))
+        if self.poller is None:
+            self.poller = select.poll()
+            self.poller.register(self.fd, select.POLLIN)
+        return bool(self.poller.poll(timeout * 1000))
 
     def close(self):
         os.close(self.fd)
