@@ -249,7 +249,7 @@ def test_symmetric_key_bits_setting(tmp_path):
             'bits' % ('R4A7CCX', bad))
 
 
-def test_first_key_asked_for_brings_the_others_side_by_side(
+def test_first_key_asked_for_brings_the_others_in_one_round(
         tmp_path, gpg_home, monkeypatch):
     base, fs = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
     for toplevel in ('clientlist', 'chunklist', 'chunks', '1234'):
