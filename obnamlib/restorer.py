@@ -114,9 +114,7 @@ class Restorer:
         self.failed = False
         self.hard_links = {}
         self.walk = None          # the walk's levels, for read-ahead
-        self.hinted = set()       # chunk ids of the last two hints
-        self.refill_at = None     # reading this chunk id hints the next
-        self.last_hint = set()
+        self.hints = HintSchedule()
         self.peeked = {}          # path -> (metadata, chunk ids) looked ahead
 
     # --- the whole run -------------------------------------------------------
@@ -365,7 +363,7 @@ class Restorer:
         chunk_ids = (peeked[1] if peeked is not None else
                      self.repo.get_file_chunk_ids(self.gen, path))
         for i, chunk_id in enumerate(chunk_ids):
-            if chunk_id not in self.hinted or chunk_id == self.refill_at:
+            if self.hints.due(chunk_id):
                 self._hint(md, chunk_ids, i)
             yield self.repo.get_chunk_content(chunk_id)
 
@@ -373,12 +371,8 @@ class Restorer:
 
     def _hint(self, md, chunk_ids, start):
         """Announce the next chunks: this file's from `start`, then the
-        next regular files of the walk, within the read-ahead limits.
-        Reaching the middle of a hint (refill_at) announces the chunks
-        after it, so that reading ahead never stops."""
-        current = self.last_hint if chunk_ids[start] in self.hinted \
-            else set()
-        window = ReadAheadWindow(skip=current)
+        next regular files of the walk, within the read-ahead limits."""
+        window = self.hints.window(chunk_ids[start])
         window.add(chunk_ids[start:], chunk_size_guess(md, chunk_ids))
         peeked, self.peeked = self.peeked, {}
         for sibling in self._upcoming_files(peeked):
@@ -386,12 +380,9 @@ class Restorer:
                 break
             md, ids = self.peeked[sibling]
             window.add(ids, chunk_size_guess(md, ids))
-        ids = window.chunk_ids
-        self.last_hint = set(ids)
-        self.hinted = current | self.last_hint
-        self.refill_at = ids[len(ids) // 2] if ids else None
-        if ids:
-            self.repo.prefetch_chunks(ids)
+        self.hints.sent(window)
+        if window.chunk_ids:
+            self.repo.prefetch_chunks(window.chunk_ids)
 
     def _upcoming_files(self, peeked):
         """Paths of the regular files the walk reaches after the current
@@ -434,6 +425,32 @@ class Restorer:
     def _will_link(self, md):
         key = _link_key(md)
         return key is not None and key in self.hard_links
+
+
+class HintSchedule:
+    """When reading a chunk calls for a new prefetch hint: at a chunk no
+    hint named, and at the middle of the last hint, so that the next one
+    goes out before this one runs dry (restore, verify)."""
+
+    def __init__(self):
+        self.hinted = set()       # chunk ids of the last two hints
+        self.last = set()         # of the last one
+        self.refill_at = None
+
+    def due(self, chunk_id):
+        return chunk_id not in self.hinted or chunk_id == self.refill_at
+
+    def window(self, chunk_id):
+        """An empty window for the hint due at chunk_id: at a refill it
+        skips what the last hint named."""
+        return ReadAheadWindow(skip=self.last if chunk_id in self.hinted
+                               else ())
+
+    def sent(self, window):
+        ids = window.chunk_ids
+        self.hinted = window.seen
+        self.last = set(ids)
+        self.refill_at = ids[len(ids) // 2] if ids else None
 
 
 class ReadAheadWindow:

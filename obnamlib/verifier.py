@@ -24,7 +24,7 @@ import stat as stat_module
 
 import obnamlib.errors
 import obnamlib.live_metadata
-from obnamlib.restorer import (READ_AHEAD_NAMES, ReadAheadWindow,
+from obnamlib.restorer import (READ_AHEAD_NAMES, HintSchedule,
                                chunk_size_guess)
 
 
@@ -59,7 +59,7 @@ class Verifier:
         self.failures = 0
         self.checked = 0
         self.walk_stack = []      # the walk's pending entries (read-ahead)
-        self.hinted = set()       # chunk ids of the last prefetch hint
+        self.hints = HintSchedule()
 
     def verify_paths(self, paths):
         """Check everything under each path (post-order)."""
@@ -190,7 +190,7 @@ class Verifier:
             return
         chunk_ids = self.repo.get_file_chunk_ids(self.gen, path)
         for i, chunk_id in enumerate(chunk_ids):
-            if chunk_id not in self.hinted:
+            if self.hints.due(chunk_id):
                 self._hint(path, chunk_ids[i:],
                            chunk_size_guess(backup, chunk_ids))
             yield self.repo.get_chunk_content(chunk_id)
@@ -198,7 +198,7 @@ class Verifier:
     def _hint(self, path, chunk_ids, chunk_size):
         """Announce the rest of this file's chunks and those of the regular
         files the walk checks next, in its order (into directories too)."""
-        window = ReadAheadWindow()
+        window = self.hints.window(chunk_ids[0])
         window.add(chunk_ids, chunk_size)
         pending = list(self.walk_stack)
         looked_at = 0
@@ -218,8 +218,9 @@ class Verifier:
             except obnamlib.errors.ObnamError as e:
                 obnamlib.errors.reraise_fatal(e)
                 continue        # reported when the walk gets there
-        self.hinted = set(window.chunk_ids)
-        self.repo.prefetch_chunks(window.chunk_ids)
+        self.hints.sent(window)
+        if window.chunk_ids:
+            self.repo.prefetch_chunks(window.chunk_ids)
 
     def _peek_children(self, path):
         """The walk's entries for the children of path, looked at early."""

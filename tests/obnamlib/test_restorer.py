@@ -989,3 +989,22 @@ def test_read_ahead_follows_the_walk_into_and_out_of_directories(world):
         repo.get_file_chunk_ids(gen, os.fsencode(live / path))[0]
         for path in ('a/d/x', 'a/y', 'b', 'c/z')])
     assert [kind for kind, _ in events] == ['hint'] + ['read'] * 4
+
+
+def test_hint_schedule_calls_for_the_next_hint_half_way():
+    """Restore and verify share it: a chunk no hint named, or the middle
+    of the last hint, calls for the next; a refill skips what the last
+    hint named."""
+    hints = obnamlib.restorer.HintSchedule()
+    assert hints.due(1)
+    first = hints.window(1)
+    first.add([1, 2, 3, 4], 10)
+    hints.sent(first)
+    assert [hints.due(i) for i in (1, 2, 3, 4, 5)] == [
+        False, False, True, False, True]
+    refill = hints.window(3)
+    refill.add([3, 4, 5, 6], 10)
+    assert refill.chunk_ids == [5, 6]
+    hints.sent(refill)
+    assert [hints.due(i) for i in (3, 4, 5, 6, 7)] == [
+        False, False, False, True, True]
