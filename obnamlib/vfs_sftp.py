@@ -69,9 +69,8 @@ from obnamlib.vfs import VirtualFileSystem
 # header of a WRITE.  Servers that return less per READ are handled.
 CHUNK = 256 * 1024 - 1024
 READ_AHEAD = 16           # READ requests in flight while streaming
-FIRST_READS = 5           # READs sent with a whole-file read's FSTAT
-                          # after a large file: a 1 MiB chunk and its
-                          # filter header (after a small one: one READ)
+FIRST_READS = 5           # READs sent with a whole-file read's FSTAT:
+                          # a 1 MiB chunk and its filter header
 READDIRS_IN_FLIGHT = 8    # OpenSSH sends up to 100 names per READDIR
 EXCL_ATTEMPTS = 5         # exclusive creates racing with removals
 WRITES_IN_FLIGHT = 32     # WRITE requests in flight before waiting
@@ -444,7 +443,6 @@ class SftpFS(VirtualFileSystem):
         self._fresh_listing = None    # listdir's, until the next request
         self._prefetched = {}         # path -> content or error (prefetch)
         self._prefetched_dirs = {}    # path -> scandir result or error
-        self._first_reads = 1         # READs with a whole-file read's FSTAT
         self._has_posix_rename = True
         self._has_lsetstat = True
         # A connection handed in stays open when this object is closed.
@@ -826,10 +824,10 @@ class SftpFS(VirtualFileSystem):
         return data
 
     def _read_handles(self, paths, handles):
-        """Every FSTAT and the first READs in flight (as many as the last
-        file needed, up to FIRST_READS: a large file's chunks come in a
-        row); then the rest of every larger file, together."""
-        first = self._first_reads
+        """Every FSTAT and FIRST_READS READs in flight; then the rest of
+        every larger file, together.  (READs past the end cost the server
+        a short EOF reply, but no round trip.)"""
+        first = FIRST_READS
         sent = [(self._send(proto.CMD_FSTAT, handle),
                  [(offset, self._send(proto.CMD_READ, handle, int64(offset),
                                       CHUNK))
@@ -847,7 +845,6 @@ class SftpFS(VirtualFileSystem):
             if reads:
                 _collect_reads(self, reads, got, path)
                 _read_more(self, handle, path, got, size)
-        self._first_reads = FIRST_READS if sizes and sizes[-1] > CHUNK else 1
         return [bytes(got) for got in data]
 
     def write_file(self, path, data):

@@ -911,6 +911,8 @@ def test_round_trips_per_operation(fs, remote_dir):
     mib = big[:1024 * 1024 + 100]       # a default-size chunk, filtered
     fs.write_file('d/mib', mib)
     assert cost(fs.read_file, 'd/mib') == (2, mib)
+    assert cost(fs.read_file, 'd/node') == (2, b'n' * 70000)
+    assert cost(fs.read_file, 'd/mib') == (2, mib)     # after a small one
     assert cost(fs.read_files, ['d/node', 'd/chunk', 'd/mib']) == (
         3, [b'n' * 70000, big, mib])
 
