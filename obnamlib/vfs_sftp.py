@@ -243,8 +243,11 @@ class _Wire:
         kind = buf[4]
         num = int.from_bytes(buf[5:9], 'big')
         with memoryview(buf) as view:
-            if kind == proto.CMD_DATA and size >= 13:
-                msg = _DataReply(bytes(view[13:size]))
+            if kind == proto.CMD_DATA:
+                end = 13 + int.from_bytes(buf[9:13], 'big')
+                if size < 13 or end > size:
+                    raise paramiko.SSHException('Malformed SFTP reply')
+                msg = _DataReply(bytes(view[13:end]))
             else:
                 msg = paramiko.Message(bytes(view[9:size]))
         del buf[:size]

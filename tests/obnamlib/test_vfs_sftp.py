@@ -17,6 +17,7 @@ import stat
 import subprocess
 import tempfile
 
+import paramiko
 import pytest
 
 from obnamlib import errors, ssh_auth, vfs_sftp
@@ -1138,3 +1139,33 @@ def test_replies_spanning_many_reads_of_the_connection_are_whole(
     data = os.urandom(vfs_sftp.CHUNK * 3 + 5)
     (remote_dir / 'big').write_bytes(data)
     assert fs.read_file('big') == data
+
+
+class _FakeSftp:
+    """Just what obnamlib.vfs_sftp._Wire reads from a paramiko client:
+    a socket (here one that has nothing more to give) and a number."""
+
+    class sock:
+        @staticmethod
+        def recv(size):
+            return b''
+
+    request_number = 1
+
+
+def _data_packet(num, data, declared=None, extra=b''):
+    declared = len(data) if declared is None else declared
+    body = (bytes([103]) + num.to_bytes(4, 'big') +
+            declared.to_bytes(4, 'big') + data + extra)
+    return len(body).to_bytes(4, 'big') + body
+
+
+def test_a_data_reply_gives_exactly_the_bytes_it_declares():
+    wire = vfs_sftp._Wire(_FakeSftp())
+    wire.incoming += _data_packet(7, b'content', extra=b'\x01')
+    kind, num, msg = wire._next_packet()
+    assert (kind, num, msg.get_string()) == (103, 7, b'content')
+    wire.incoming += _data_packet(8, b'short', declared=9)
+    with pytest.raises(paramiko.SSHException) as info:
+        wire._next_packet()
+    assert str(info.value) == 'Malformed SFTP reply'
