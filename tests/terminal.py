@@ -13,16 +13,10 @@ def run_on_terminal(argv, directory, columns=80, redirect=(1, 2)):
              for target in redirect}
     pid, fd = pty.fork()
     if pid == 0:    # pragma: no cover (child)
-        import fcntl
-        import struct
-        import termios
-        fcntl.ioctl(0, termios.TIOCSWINSZ,
-                    struct.pack('HHHH', 24, columns, 0, 0))
-        for target, path in paths.items():
-            fd_out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-            os.dup2(fd_out, target)
-        os.execve('/usr/bin/python3', ['python3'] + argv,
-                  {'TERM': 'xterm', 'PATH': '/usr/bin:/bin'})
+        try:
+            _become(argv, paths, columns)
+        finally:
+            os._exit(127)   # never a second pytest on the terminal
     terminal = b''
     while True:
         try:
@@ -38,3 +32,16 @@ def run_on_terminal(argv, directory, columns=80, redirect=(1, 2)):
         with open(path, 'rb') as f:
             written[target] = f.read()
     return terminal, written, os.waitstatus_to_exitcode(status)
+
+
+def _become(argv, paths, columns):
+    """In the forked child: size the terminal, redirect, exec."""
+    import fcntl
+    import struct
+    import termios
+    fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack('HHHH', 24, columns, 0, 0))
+    for target, path in paths.items():
+        fd_out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(fd_out, target)
+    os.execve('/usr/bin/python3', ['python3'] + argv,
+              {'TERM': 'xterm', 'PATH': '/usr/bin:/bin'})
