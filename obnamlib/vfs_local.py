@@ -179,13 +179,7 @@ class LocalFS(obnamlib.vfs.VirtualFileSystem):
         directory changes more.  Safe to call from a second thread (see
         `creates_in_background`)."""
         full = self._full(path)
-        self._make_parent(full)
-        try:
-            _write_new(full, data)
-        except FileNotFoundError:
-            self._forget_dir(os.path.dirname(full))
-            self._make_parent(full)
-            _write_new(full, data)
+        self._in_parent(full, lambda: _write_new(full, data))
         self._count_written(len(data))
 
     def _count_written(self, size):
@@ -197,15 +191,8 @@ class LocalFS(obnamlib.vfs.VirtualFileSystem):
 
     def rename(self, old, new):
         full_old, full_new = self._full(old), self._full(new)
-        self._make_parent(full_new)
-        try:
-            os.replace(full_old, full_new)
-        except FileNotFoundError:
-            if not os.path.lexists(full_old):
-                raise
-            self._forget_dir(os.path.dirname(full_new))
-            self._make_parent(full_new)
-            os.replace(full_old, full_new)
+        self._in_parent(full_new, lambda: os.replace(full_old, full_new),
+                        retry_if=lambda: os.path.lexists(full_old))
 
     def lock(self, path, content=b''):
         try:
@@ -232,21 +219,30 @@ class LocalFS(obnamlib.vfs.VirtualFileSystem):
     def _write_temp(self, full, data):
         """A new temporary file holding data, next to full."""
         dirname = os.path.dirname(full)
+
+        def write():
+            while True:
+                tmp = temp_name(dirname)
+                try:
+                    _write_new(tmp, data)
+                    return tmp
+                except FileExistsError:
+                    continue
+        return self._in_parent(full, write)
+
+    def _in_parent(self, full, action, retry_if=lambda: True):
+        """action() once full's directory exists; if it then finds the
+        directory gone (FileNotFoundError, and retry_if()), the directory
+        vanished behind our back: make it again and try once more."""
         self._make_parent(full)
-        retried = False
-        while True:
-            tmp = temp_name(dirname)
-            try:
-                _write_new(tmp, data)
-                return tmp
-            except FileExistsError:
-                continue
-            except FileNotFoundError:
-                if retried:
-                    raise
-                retried = True
-                self._forget_dir(dirname)
-                self._make_parent(full)
+        try:
+            return action()
+        except FileNotFoundError:
+            if not retry_if():
+                raise
+            self._forget_dir(os.path.dirname(full))
+            self._make_parent(full)
+            return action()
 
     def _make_parent(self, full):
         """Create full's directory unless we know it exists (one stat per
