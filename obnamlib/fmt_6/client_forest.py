@@ -24,7 +24,8 @@ class ClientForest:
         self.gen_numbers = {}     # id(tree) -> generation id (or None)
         self.created = []         # generation ids created in this session
         self.changed = False      # set by the repository before any change
-        self.by_number = None     # generation id -> tree, built on demand
+        self.by_number = None     # generation id -> tree, filled on demand
+        self.unsearched = []      # trees whose id by_number lacks, oldest first
 
     def _wrap(self, tree):
         wrapper = self.wrappers.get(id(tree))
@@ -46,13 +47,33 @@ class ClientForest:
 
     def generation(self, gen_number):
         """The GenerationTree of a generation id, or None.  Every file
-        operation asks, so the trees are not searched each time."""
+        operation asks, so each tree's id is read once; the trees are
+        searched newest first and only until the id is found (a backup
+        asks for the newest, and a client may have hundreds)."""
+        tree = self._tree(gen_number)
+        return None if tree is None else self._wrap(tree)
+
+    def _tree(self, gen_number):
         if self.by_number is None:
             self.by_number = {}
-            for tree in self.forest.trees:
-                self.by_number.setdefault(self._number(tree), tree)
+            self.unsearched = list(self.forest.trees)
         tree = self.by_number.get(gen_number)
-        return None if tree is None else self._wrap(tree)
+        while tree is None and self.unsearched:
+            candidate = self.unsearched.pop()
+            number = self._number(candidate)
+            self.by_number.setdefault(number, candidate)
+            if number == gen_number:
+                tree = candidate
+        return tree
+
+    def newest_generation_id(self):
+        """The id of the newest tree that has one (None if none has),
+        without reading the older trees' ids."""
+        for tree in reversed(self.forest.trees):
+            number = self._number(tree)
+            if number is not None:
+                return number
+        return None
 
     def create_generation(self, started):
         """Clone the newest tree; its id is the next counter value (§7.3)."""

@@ -243,13 +243,13 @@ class RepositoryFormat6(repo_interface.Repository):
         return [GenId(n, client_name) for n in forest.generation_ids()]
 
     def interpret_generation_spec(self, client_name, spec):
-        ids = self.get_generation_ids(client_name)
         if spec == 'latest':
-            if not ids:
+            number = self._open_client(client_name).newest_generation_id()
+            if number is None:
                 raise errors.RepositoryClientHasNoGenerations(
                     client_name=client_name)
-            return ids[-1]
-        for gen_id in ids:
+            return GenId(number, client_name)
+        for gen_id in self.get_generation_ids(client_name):
             if str(int(gen_id)) == str(spec).strip():
                 return gen_id
         raise errors.RepositoryGenerationDoesNotExist(

@@ -149,3 +149,58 @@ def test_paths_sharing_a_default_file_id(tmp_path):
     assert repo.get_metadata(gen2, b).st_size == 2
     assert repo.get_generation_chunk_ids(gen2) == {2}
     repo.commit_client('c')
+
+
+def _repository_of_generations(url, count):
+    from tests.obnamlib.repo_interface_conformance import dir_md
+    repo = new_repository(url, 'c')
+    for _ in range(count):
+        repo.lock_client('c')
+        gen = repo.create_generation('c')
+        repo.set_metadata(gen, b'/', dir_md())
+        repo.commit_client('c')
+    return repo
+
+
+def _count_id_reads(monkeypatch):
+    """The generation trees whose id is read from the tree."""
+    from obnamlib.fmt_6 import client_tree, keys
+    reads = []
+    real = client_tree.GenerationTree.get_gen_value
+    monkeypatch.setattr(client_tree.GenerationTree, 'get_gen_value',
+                        lambda self, key: (
+                            reads.append(self) if key == keys.GEN_ID
+                            else None, real(self, key))[1])
+    return reads
+
+
+def test_newest_generation_found_without_reading_every_tree(
+        tmp_path, monkeypatch):
+    """A backup reads the newest generation: with many generations it
+    must not read every older tree's id (each costs a leaf node)."""
+    url = str(tmp_path / 'repo')
+    ids = _repository_of_generations(url, 12).get_generation_ids('c')
+    reads = _count_id_reads(monkeypatch)
+    repo = repo_factory.open_repository(url=url)
+    latest = repo.interpret_generation_spec('c', 'latest')
+    assert latest == ids[-1]
+    assert repo.get_metadata(latest, b'/') is not None
+    assert len(reads) == 1
+    # an older one: the trees from the newest down to it, each once
+    assert repo.get_metadata(ids[4], b'/') is not None
+    assert repo.get_metadata(ids[-1], b'/') is not None
+    assert len(reads) == 12 - 4
+    assert repo.get_generation_ids('c') == ids
+    assert repo.interpret_generation_spec('c', str(int(ids[3]))) == ids[3]
+
+
+def test_new_generation_is_found_first_in_a_backup(tmp_path, monkeypatch):
+    url = str(tmp_path / 'repo')
+    _repository_of_generations(url, 10)
+    reads = _count_id_reads(monkeypatch)
+    repo = repo_factory.open_repository(url=url, lock_timeout=0)
+    repo.lock_client('c')
+    gen = repo.create_generation('c')
+    assert repo.get_metadata(gen, b'/') is not None
+    assert reads == []      # the new tree's id is known; no other is read
+    repo.unlock_client('c')
