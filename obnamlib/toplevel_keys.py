@@ -133,7 +133,11 @@ class ToplevelKeys:
         self.weak_random = weak_random
         self.cipher = cipher or openpgp.SymmetricCipher()
         self.cache = {}
-        self.others_read = False  # the first key read brought the others
+        self.running = {}       # toplevel -> Future of its key text
+        self.ahead = set()      # toplevels whose gpg run nobody asked for
+        self.others_read = False  # the likely toplevels' runs were started
+        self.pool = None
+        self.secret_check = None    # Future of the --encrypt-with check
         self.lock = threading.Lock()
         self._check()
 
@@ -142,9 +146,24 @@ class ToplevelKeys:
     def _check(self):
         if self.encrypt_with is None:
             return
+        if self.repository_is_encrypted():
+            # gpg runs for the keys and for this check go on side by side
+            # while the command starts; writing waits for the check
+            with self.lock:
+                self._start_likely_toplevels()
+                self.secret_check = self._pool().submit(
+                    gpg.require_secret_key, self.encrypt_with,
+                    self.gnupghome)
+            return
         gpg.require_secret_key(self.encrypt_with, self.gnupghome)
         if self._repository_is_clear():
             raise RepositoryNotEncrypted(keyid=self.encrypt_with)
+
+    def _secret_key_checked(self):
+        """Raise the check's error (R0C79EX: --encrypt-with names a key
+        whose secret half the user lacks) before anything is written."""
+        if self.secret_check is not None:
+            self.secret_check.result()
 
     def repository_is_encrypted(self):
         return self.base.exists('clientlist/' + KEY)
@@ -182,17 +201,40 @@ class ToplevelKeys:
 
     def symmetric_key(self, toplevel):
         """The toplevel's passphrase text, or None if it has no key
-        (`metadata` has one only in format 5).  The first call also
-        reads the keys of the toplevels every command uses, each gpg
-        run beside the others."""
+        (`metadata` has one only in format 5).  The first call (or, with
+        --encrypt-with, opening the repository) also starts gpg for the
+        toplevels every command uses; each waits only for its own run."""
         with self.lock:
-            if toplevel not in self.cache:
-                others = [] if self.others_read else [
-                    other for other in self._likely_toplevels()
-                    if other != toplevel]
-                self.others_read = True
-                self._read_keys(toplevel, others)
-            return self.cache[toplevel]
+            if toplevel in self.cache:
+                return self.cache[toplevel]
+            if not self.others_read:
+                self._start_likely_toplevels()
+            run = self.running.get(toplevel) or self._start(toplevel)
+            ahead = toplevel in self.ahead
+            self.ahead.discard(toplevel)
+        try:
+            text = self._result(toplevel, run)
+        except Exception:
+            if not ahead:
+                raise
+            with self.lock:     # it failed before it was asked for: again
+                run = self.running.get(toplevel) or self._start(toplevel)
+            text = self._result(toplevel, run)
+        with self.lock:
+            self.cache[toplevel] = text
+            self.running.pop(toplevel, None)
+        return text
+
+    def _result(self, toplevel, run):
+        """The run's key text.  A failed run is forgotten: asking again
+        runs gpg again."""
+        try:
+            return run.result()
+        except Exception:
+            with self.lock:
+                if self.running.get(toplevel) is run:
+                    del self.running[toplevel]
+            raise
 
     def _likely_toplevels(self):
         """The toplevels a command probably needs keys for: the shared
@@ -203,30 +245,39 @@ class ToplevelKeys:
             return existing
         return list(SHARED_TOPLEVELS)
 
-    def _read_keys(self, toplevel, others):
-        """Cache the keys of toplevel and, where they can be read, of the
-        others: gpg takes ~10 ms per key, mostly waiting for gpg-agent, so
-        the runs go side by side.  The files are read in this thread (an
-        SFTP connection is not shared between threads)."""
-        encrypted = {toplevel: self._encrypted_key(toplevel)}
-        for name in list(others):
+    def _start_likely_toplevels(self):
+        """Start gpg for the likely toplevels' keys, side by side: a run
+        takes ~10 ms, mostly waiting for gpg-agent.  A key file that
+        cannot be read now is read again when its key is asked for."""
+        self.others_read = True
+        for name in self._likely_toplevels():
+            if name in self.cache or name in self.running:
+                continue
             try:
-                encrypted[name] = self._encrypted_key(name)
+                self._start(name)
             except (OSError, errors.ObnamError):
-                others.remove(name)     # read again when asked for
-        wanted = [name for name, data in encrypted.items()
-                  if data is not None]
-        with concurrent.futures.ThreadPoolExecutor(
-                max(1, len(wanted))) as pool:
-            runs = {name: pool.submit(self._decrypted_key, name,
-                                      encrypted[name]) for name in wanted}
-        for name in [toplevel] + others:
-            if name not in runs:
-                self.cache[name] = None
-            elif name == toplevel:
-                self.cache[name] = runs[name].result()
-            elif runs[name].exception() is None:
-                self.cache[name] = runs[name].result()
+                continue
+            self.ahead.add(name)
+
+    def _start(self, toplevel):
+        """A Future of the toplevel's key text.  The key file is read in
+        this thread (an SFTP connection is not shared between threads);
+        gpg runs in the pool.  Called with the lock held."""
+        encrypted = self._encrypted_key(toplevel)
+        run = concurrent.futures.Future()
+        if encrypted is None:
+            run.set_result(None)
+        else:
+            run = self._pool().submit(self._decrypted_key, toplevel,
+                                      encrypted)
+        self.running[toplevel] = run
+        return run
+
+    def _pool(self):
+        if self.pool is None:
+            self.pool = concurrent.futures.ThreadPoolExecutor(
+                MANY_TOPLEVELS + 1, thread_name_prefix='gpg')
+        return self.pool
 
     def _encrypted_key(self, toplevel):
         try:
@@ -244,6 +295,7 @@ class ToplevelKeys:
         encrypted repository."""
         if toplevel in UNENCRYPTED_TOPLEVELS:
             return
+        self._secret_key_checked()
         if self.encrypt_with is None:
             if self.repository_is_encrypted():
                 raise EncryptionKeyRequired(toplevel=toplevel)
@@ -262,6 +314,7 @@ class ToplevelKeys:
             self.cache[toplevel] = text
 
     def _write_keys(self, toplevel, text, keyring):
+        self._secret_key_checked()
         encrypted_key = gpg.encrypt_to_keyring(text.encode('ascii'), keyring)
         userkeys = self.cipher.encrypt(keyring, text)
         self.base.makedirs(toplevel)

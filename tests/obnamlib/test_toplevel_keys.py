@@ -1,3 +1,4 @@
+import concurrent.futures
 import os
 import tarfile
 
@@ -265,8 +266,11 @@ def test_first_key_asked_for_brings_the_others_in_one_round(
     keys = reader.keys
     assert reader.read_file('chunks/metadata') == b'chunks'
     # one round of gpg runs for every toplevel of this small repository
+    concurrent.futures.wait(list(keys.running.values()))
     assert len(decrypted) == 6
-    assert set(keys.cache) == {'clientlist', 'chunklist', 'chunks', '1234'}
+    assert set(keys.running) == {
+        'clientlist', 'chunklist', 'chunksums', '1234', '5678'}
+    assert set(keys.cache) == {'chunks'}
     for toplevel in ('clientlist', 'chunklist', '1234'):
         assert reader.read_file(toplevel + '/metadata') == toplevel.encode()
     assert len(decrypted) == 6
@@ -287,5 +291,55 @@ def test_a_repository_of_many_toplevels_reads_shared_keys_ahead_only(
         fs.write_file(toplevel + '/metadata', b'm')
     _, reader = open_fs(tmp_path, None, gpg_home)
     reader.read_file('3/metadata')
-    assert set(reader.keys.cache) == {
+    assert set(reader.keys.cache) | set(reader.keys.running) == {
         'clientlist', 'chunklist', 'chunksums', 'chunks', '3'}
+
+
+def test_encrypt_with_starts_gpg_before_any_key_is_asked_for(
+        tmp_path, gpg_home, monkeypatch):
+    base, fs = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
+    for toplevel in ('clientlist', 'chunklist', '1234'):
+        fs.write_file(toplevel + '/metadata', toplevel.encode())
+    runs = []
+    real_decrypt, real_check = gpg.decrypt, gpg.require_secret_key
+    monkeypatch.setattr(gpg, 'decrypt', lambda data, home: (
+        runs.append('decrypt'), real_decrypt(data, home))[1])
+    monkeypatch.setattr(gpg, 'require_secret_key', lambda keyid, home: (
+        runs.append('check'), real_check(keyid, home))[1])
+    _, writer = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
+    # the runs (and the secret-key check) go on while the command starts
+    assert set(writer.keys.running) == {'clientlist', 'chunklist', '1234'}
+    assert writer.keys.secret_check is not None
+    assert writer.keys.cache == {}
+    for toplevel in ('clientlist', 'chunklist', '1234'):
+        assert writer.read_file(toplevel + '/metadata') == toplevel.encode()
+    writer.write_file('1234/other', b'o')
+    assert sorted(runs) == ['check'] + ['decrypt'] * 3
+
+
+def test_key_without_secret_half_refused_before_anything_is_written(
+        tmp_path, gpg_home):
+    """--encrypt-with a key whose secret half this user lacks, on an
+    encrypted repository that another of the user's keys opens."""
+    _, fs = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
+    fs.write_file('clientlist/metadata', b'x')
+    keys = fs.keys
+    keys.add_key('clientlist', gpg_home.keys['Bob'])
+    with GpgHome('gs') as other:
+        other.gpg('--import', input=gpg.export_public_key(
+            gpg_home.keys['Alice'], gpg_home.path))
+        bob_secret = gpg_home.gpg('--export-secret-keys',
+                                  gpg_home.keys['Bob'])
+        other.gpg('--import', input=bob_secret.stdout)
+        before = sorted(os.listdir(str(tmp_path)))
+        _, reader = open_fs(tmp_path, gpg_home.keys['Alice'], other)
+        assert reader.read_file('clientlist/metadata') == b'x'  # Bob's key
+        for write in (lambda: reader.write_file('clientlist/new', b'n'),
+                      lambda: reader.write_file('5678/new', b'n')):
+            with pytest.raises(errors.GpgError) as info:
+                write()
+            assert str(info.value).startswith('R0C79EX: ')
+            assert 'No secret key' in str(info.value)
+        assert sorted(os.listdir(str(tmp_path))) == before
+        assert sorted(os.listdir(str(tmp_path / 'clientlist'))) == [
+            'key', 'metadata', 'userkeys']
