@@ -200,24 +200,21 @@ def _read_ahead(store, node_id, queue, reachable):
 def _read_nodes(store, node_ids):
     """Raw node files; a batch that fails (a node missing or damaged)
     is read again node by node, so that each error names its node."""
-    journal = store.journal
-    vfs = journal.vfs
-    direct = [n for n in node_ids
-              if node_path(n) not in journal.new_files and
-              node_path(n) not in journal.deleted]
+    try:
+        batch = store.journal.read_together(
+            [node_path(node_id) for node_id in node_ids])
+    except Exception:   # storage filters raise their own errors
+        batch = {}
     found = {}
-    if len(direct) > 1 and getattr(vfs, 'reads_in_batches', False):
-        try:
-            paths = [journal.dirname + '/' + node_path(n) for n in direct]
-            found = dict(zip(direct, vfs.read_files(paths)))
-        except Exception:   # storage filters raise their own errors
-            found = {}
     for node_id in node_ids:
-        if node_id not in found:
-            try:
-                found[node_id] = store.read_raw(node_id)
-            except Exception as e:  # a node that cannot be read is damaged
-                found[node_id] = e
+        data = batch.get(node_path(node_id))
+        if data is not None:
+            found[node_id] = data
+            continue
+        try:
+            found[node_id] = store.read_raw(node_id)
+        except Exception as e:  # a node that cannot be read is damaged
+            found[node_id] = e
     return found
 
 
