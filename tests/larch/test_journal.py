@@ -104,3 +104,52 @@ def test_leftovers_lists_journal_files():
     assert sorted(Journal(vfs, 'f', False).leftovers()) == [
         'delete/nodes/0/0/0/2', 'new/metadata', 'new/nodes/0/0/0/1',
         'new/nodes/0/0/0/3']
+
+
+class _BatchFS(larch.MemoryFS):
+    """Storage that reads many files in one go (as SFTP does)."""
+    reads_in_batches = True
+
+    def __init__(self):
+        super().__init__()
+        self.batches = []
+
+    def read_files(self, paths):
+        self.batches.append(list(paths))
+        return [self.read_file(path) for path in paths]
+
+
+class _ReadAheadFS(larch.MemoryFS):
+    """Storage that is told of reads to come (encrypted, local)."""
+
+    def __init__(self):
+        super().__init__()
+        self.hints = []
+
+    def read_ahead(self, paths):
+        self.hints.append(list(paths))
+
+
+def _journal_with_a_new_and_a_deleted_file(vfs):
+    for name in ('a', 'b', 'c'):
+        vfs.write_file('f/' + name, name.encode())
+    j = Journal(vfs, 'f', True)
+    j.write('n', b'new')
+    j.remove('c', committed=True)
+    return j
+
+
+def test_read_together_reads_committed_files_in_one_batch():
+    vfs = _BatchFS()
+    j = _journal_with_a_new_and_a_deleted_file(vfs)
+    assert j.read_together(['a', 'n', 'c', 'b']) == {'a': b'a', 'b': b'b'}
+    assert vfs.batches == [['f/a', 'f/b']]
+    assert j.read_together(['a']) == {}     # one file: read() it
+    assert j.read('n') == b'new'
+
+
+def test_read_together_hints_storage_that_reads_ahead():
+    vfs = _ReadAheadFS()
+    j = _journal_with_a_new_and_a_deleted_file(vfs)
+    assert j.read_together(['b', 'n', 'a']) == {}
+    assert vfs.hints == [['f/b', 'f/a']]
