@@ -10,6 +10,7 @@ there is stopped afterwards.  `gnupghome=None` means gpg's default
 """
 
 import os
+import select
 import shutil
 import subprocess
 import tempfile
@@ -127,6 +128,94 @@ def require_secret_key(keyid, gnupghome=None):
 def decrypt(data, gnupghome=None):
     """Decrypt public-key encrypted data with the user's secret key."""
     return run(['--no-textmode', '-d'], data, gnupghome=gnupghome)
+
+
+def decrypt_many(messages, gnupghome=None):
+    """Decrypt several public-key encrypted messages with one gpg run: a
+    list with the plaintext of each, or None where gpg did not decrypt
+    it (decrypt() that one alone for gpg's error).
+
+    Why: a gpg process costs ~8 ms of CPU, mostly starting up; each more
+    message in the same run ~1.5 ms.  The plaintexts leave gpg through
+    named pipes in a private directory, so they never reach a file.  We
+    hold each pipe open for writing too (Linux), so reading it never
+    sees an end before gpg has written; gpg's stderr ending tells that
+    it is done."""
+    if not messages:
+        return []
+    workdir = tempfile.mkdtemp(prefix='obd', dir=_private_dir())
+    fifos = []
+    try:
+        names = []
+        for i, data in enumerate(messages):
+            name = os.path.join(workdir, str(i))
+            with open(name + '.gpg', 'wb') as f:
+                f.write(data)
+            os.mkfifo(name, 0o600)
+            fifos.append(os.open(name, os.O_RDWR | os.O_NONBLOCK))
+            names.append(name + '.gpg')
+        return _run_decrypt_files(names, fifos, gnupghome)
+    finally:
+        for fd in fifos:
+            os.close(fd)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+# A decrypted toplevel key is hex text of a few hundred bits: a "key"
+# decrypting to more than this is not one (and must not fill memory).
+MAX_PLAINTEXT = 1 << 16
+
+
+def _run_decrypt_files(names, fifos, gnupghome):
+    cmd = [GPG, '--batch', '--no-tty', '-q', '--yes']
+    if gnupghome:
+        cmd += ['--homedir', gnupghome]
+    try:
+        proc = subprocess.Popen(
+            cmd + ['--no-textmode', '--decrypt-files'] + names,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, env=_environment())
+    except OSError as e:
+        raise GpgMissing(reason='%s: %s' % (GPG, e.strerror))
+    outputs = [bytearray() for _ in fifos]
+    with proc:
+        open_fds = [proc.stderr.fileno()] + list(fifos)
+        while proc.stderr.fileno() in open_fds:
+            ready, _, _ = select.select(open_fds, [], [])
+            for fd in ready:
+                if fd == proc.stderr.fileno():
+                    if not os.read(fd, 65536):
+                        open_fds.remove(fd)
+                else:
+                    _read_available(fd, outputs[fifos.index(fd)])
+    for fd, output in zip(fifos, outputs):
+        _read_available(fd, output)
+    return [bytes(output) if 0 < len(output) <= MAX_PLAINTEXT else None
+            for output in outputs]
+
+
+def _read_available(fd, output):
+    """Read what the pipe holds; beyond MAX_PLAINTEXT keep reading (gpg
+    must never block on a full pipe) but keep no more."""
+    while True:
+        try:
+            more = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        if not more:
+            return
+        if len(output) <= MAX_PLAINTEXT:
+            output += more[:MAX_PLAINTEXT + 1 - len(output)]
+
+
+def _private_dir():
+    """A directory in memory for the named pipes, if the system has one
+    (nothing is stored in them; this keeps their names off disks)."""
+    for candidate in (os.environ.get('XDG_RUNTIME_DIR'), '/dev/shm'):
+        if candidate and os.path.isdir(candidate) and \
+                os.access(candidate, os.W_OK | os.X_OK):
+            return candidate
+    return None
 
 
 def user_ids(keyid, gnupghome=None):

@@ -62,6 +62,13 @@ class BadSymmetricKey(errors.ObnamError):
 _KEY_TEXT = re.compile(rb'(?:[0-9a-fA-F]{2})+')
 
 
+class _NotDecryptedAhead(errors.ObnamError):
+    """Internal: a key the shared gpg run did not decrypt; it is tried
+    alone when asked for, which gives gpg's own error."""
+    code = 'R3B1A0X'
+    msg = 'Toplevel {toplevel}: key not decrypted ahead'
+
+
 class BadSymmetricKeyBits(errors.ObnamError):
     code = errors.legacy_code('BadSymmetricKeyBits', 'obnamlib.toplevel_keys')
     msg = ('--symmetric-key-bits={bits} is not a positive whole number of '
@@ -246,18 +253,44 @@ class ToplevelKeys:
         return list(SHARED_TOPLEVELS)
 
     def _start_likely_toplevels(self):
-        """Start gpg for the likely toplevels' keys, side by side: a run
-        takes ~10 ms, mostly waiting for gpg-agent.  A key file that
-        cannot be read now is read again when its key is asked for."""
+        """Start gpg for the likely toplevels' keys: one gpg run for them
+        all (a run costs ~8 ms of CPU, each key in it ~1.5 ms).  A key
+        file that cannot be read now, or that this run does not decrypt,
+        is read again (and gpg's error reported) when it is asked for."""
         self.others_read = True
+        wanted = {}
         for name in self._likely_toplevels():
             if name in self.cache or name in self.running:
                 continue
             try:
-                self._start(name)
+                encrypted = self._encrypted_key(name)
             except (OSError, errors.ObnamError):
                 continue
+            run = self.running[name] = concurrent.futures.Future()
             self.ahead.add(name)
+            if encrypted is None:
+                run.set_result(None)
+            else:
+                wanted[name] = (encrypted, run)
+        if wanted:
+            self._pool().submit(self._decrypt_together, wanted)
+
+    def _decrypt_together(self, wanted):
+        """Settle each toplevel's Future from one gpg run."""
+        names = list(wanted)
+        try:
+            plains = gpg.decrypt_many([wanted[n][0] for n in names],
+                                      self.gnupghome)
+        except Exception as e:
+            plains = [e] * len(names)
+        for name, plain in zip(names, plains):
+            run = wanted[name][1]
+            try:
+                if plain is None or isinstance(plain, Exception):
+                    raise _NotDecryptedAhead(toplevel=name)
+                run.set_result(valid_key_text(name, plain))
+            except Exception as e:
+                run.set_exception(e)
 
     def _start(self, toplevel):
         """A Future of the toplevel's key text.  The key file is read in

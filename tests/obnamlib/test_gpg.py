@@ -1,9 +1,12 @@
+import os
+
 import pytest
 
 from obnamlib import errors, gpg, openpgp_packets
 from tests.gpg_fixture import (REFERENCE_DIR, REFERENCE_KEY,  # noqa
                                REFERENCE_SECOND_KEY,
-                               empty_gpg_home, gpg_home, reference_gpg_home)
+                               GpgHome, empty_gpg_home, gpg_home,
+                               reference_gpg_home)
 
 
 def packet_tags(data):
@@ -185,3 +188,40 @@ def test_ocb_for_a_key_we_cannot_find_is_refused(gpg_home, monkeypatch):
         'it itself (Cannot encrypt to OpenPGP key DEADBEEFDEADBEEF: no '
         'version 4 key with this id in the keyring); nothing was written.')
     assert len(text.splitlines()) == 1
+
+
+def _private_leftovers():
+    where = gpg._private_dir() or '/tmp'
+    return sorted(name for name in os.listdir(where)
+                  if name.startswith('obd'))
+
+
+def test_decrypt_many_in_one_run(gpg_home, monkeypatch):
+    alice = gpg.export_public_key(gpg_home.keys['Alice'], gpg_home.path)
+    with GpgHome('gx') as other:
+        carol = gpg.export_public_key(other.generate_key('Carol'),
+                                      other.path)
+        for_carol = gpg.encrypt_to_keyring(b'c' * 64, carol)
+    texts = [b'%d' % i * 64 for i in range(4)]
+    messages = [b'not OpenPGP'] + [
+        gpg.encrypt_to_keyring(text, alice) for text in texts[:2]] + [
+        for_carol] + [gpg.encrypt_to_keyring(text, alice)
+                      for text in texts[2:]]
+    before = _private_leftovers()
+    runs = []
+    real_popen = gpg.subprocess.Popen
+    monkeypatch.setattr(gpg.subprocess, 'Popen', lambda *a, **k: (
+        runs.append(a[0]), real_popen(*a, **k))[1])
+    got = gpg.decrypt_many(messages, gpg_home.path)
+    assert got == [None, texts[0], texts[1], None, texts[2], texts[3]]
+    assert len(runs) == 1
+    assert [m for m in messages if m] and gpg.decrypt_many([]) == []
+    assert _private_leftovers() == before
+
+
+def test_decrypt_many_refuses_a_huge_plaintext_without_hanging(gpg_home):
+    alice = gpg.export_public_key(gpg_home.keys['Alice'], gpg_home.path)
+    huge = os.urandom(3 * gpg.MAX_PLAINTEXT)    # more than a pipe holds
+    messages = [gpg.encrypt_to_keyring(huge, alice),
+                gpg.encrypt_to_keyring(b'small', alice)]
+    assert gpg.decrypt_many(messages, gpg_home.path) == [None, b'small']

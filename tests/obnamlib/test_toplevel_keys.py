@@ -258,16 +258,20 @@ def test_first_key_asked_for_brings_the_others_in_one_round(
     base.write_file('chunksums/key', b'not an OpenPGP message')
     keyring = gpg.export_public_key(gpg_home.keys['Alice'], gpg_home.path)
     base.write_file('5678/key', gpg.encrypt_to_keyring(b'xyz', keyring))
-    decrypted = []
-    real_decrypt = gpg.decrypt
+    decrypted, runs = [], []
+    real_decrypt, real_many = gpg.decrypt, gpg.decrypt_many
     monkeypatch.setattr(gpg, 'decrypt', lambda data, home: (
-        decrypted.append(data), real_decrypt(data, home))[1])
+        decrypted.append(data), runs.append(1),
+        real_decrypt(data, home))[2])
+    monkeypatch.setattr(gpg, 'decrypt_many', lambda messages, home: (
+        decrypted.extend(messages), runs.append(len(messages)),
+        real_many(messages, home))[2])
     _, reader = open_fs(tmp_path, None, gpg_home)
     keys = reader.keys
     assert reader.read_file('chunks/metadata') == b'chunks'
-    # one round of gpg runs for every toplevel of this small repository
+    # one gpg run for every toplevel of this small repository
     concurrent.futures.wait(list(keys.running.values()))
-    assert len(decrypted) == 6
+    assert len(decrypted) == 6 and runs == [6]
     assert set(keys.running) == {
         'clientlist', 'chunklist', 'chunksums', '1234', '5678'}
     assert set(keys.cache) == {'chunks'}
@@ -280,6 +284,7 @@ def test_first_key_asked_for_brings_the_others_in_one_round(
     with pytest.raises(toplevel_keys.BadSymmetricKey):
         keys.symmetric_key('5678')
     assert len(decrypted) == 8      # those two only: the others once only
+    assert runs == [6, 1, 1]
 
 
 def test_a_repository_of_many_toplevels_reads_shared_keys_ahead_only(
@@ -301,9 +306,10 @@ def test_encrypt_with_starts_gpg_before_any_key_is_asked_for(
     for toplevel in ('clientlist', 'chunklist', '1234'):
         fs.write_file(toplevel + '/metadata', toplevel.encode())
     runs = []
-    real_decrypt, real_check = gpg.decrypt, gpg.require_secret_key
-    monkeypatch.setattr(gpg, 'decrypt', lambda data, home: (
-        runs.append('decrypt'), real_decrypt(data, home))[1])
+    real_many, real_check = gpg.decrypt_many, gpg.require_secret_key
+    monkeypatch.setattr(gpg, 'decrypt_many', lambda messages, home: (
+        runs.append('decrypt %d' % len(messages)),
+        real_many(messages, home))[1])
     monkeypatch.setattr(gpg, 'require_secret_key', lambda keyid, home: (
         runs.append('check'), real_check(keyid, home))[1])
     _, writer = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
@@ -314,7 +320,7 @@ def test_encrypt_with_starts_gpg_before_any_key_is_asked_for(
     for toplevel in ('clientlist', 'chunklist', '1234'):
         assert writer.read_file(toplevel + '/metadata') == toplevel.encode()
     writer.write_file('1234/other', b'o')
-    assert sorted(runs) == ['check'] + ['decrypt'] * 3
+    assert sorted(runs) == ['check', 'decrypt 3']
 
 
 def test_key_without_secret_half_refused_before_anything_is_written(
