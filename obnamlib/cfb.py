@@ -19,10 +19,13 @@ except ImportError:     # newer cryptography: the Cipher API only
     _ffi = _lib = None
 
 _FUNCTIONS = ('EVP_CIPHER_CTX_new', 'EVP_CIPHER_CTX_free',
-              'EVP_get_cipherbyname', 'EVP_CipherInit_ex', 'EVP_CipherUpdate')
+              'EVP_get_cipherbyname', 'EVP_CipherInit_ex', 'EVP_CipherUpdate',
+              'EVP_CIPHER_CTX_set_padding')
 
 # Key bytes -> OpenSSL's name of AES in CFB mode (128-bit feedback).
 _NAMES = {16: b'aes-128-cfb', 24: b'aes-192-cfb', 32: b'aes-256-cfb'}
+# ... and of AES on single blocks (ECB), which RFC 3394 key unwrapping uses.
+_BLOCK_NAMES = {16: b'aes-128-ecb', 24: b'aes-192-ecb', 32: b'aes-256-ecb'}
 
 _forced_off = []    # tests switch the fast path off to test the other
 
@@ -37,9 +40,7 @@ class AesCfb:
     Cipher: encryptor() and decryptor() start a stream each."""
 
     def __init__(self, key, iv):
-        self.evp_cipher = _lib.EVP_get_cipherbyname(_NAMES[len(key)])
-        if self.evp_cipher == _ffi.NULL:
-            raise ValueError('OpenSSL has no %s' % _NAMES[len(key)].decode())
+        self.evp_cipher = _evp_cipher(_NAMES[len(key)])
         self.key = bytes(key)
         self.iv = bytes(iv)
 
@@ -48,6 +49,30 @@ class AesCfb:
 
     def decryptor(self):
         return _Stream(self, encrypt=False)
+
+
+class _AesBlocks:
+    """AES with no chaining (no IV), for aes_block_decryptor."""
+
+    def __init__(self, key):
+        self.evp_cipher = _evp_cipher(_BLOCK_NAMES[len(key)])
+        self.key = bytes(key)
+        self.iv = None
+
+
+def aes_block_decryptor(key):
+    """A function decrypting whole 16-byte AES blocks with key, each on
+    its own (RFC 3394 key unwrapping, in obnamlib.gpg_agent)."""
+    stream = _Stream(_AesBlocks(key), encrypt=False)
+    _lib.EVP_CIPHER_CTX_set_padding(stream.ctx, 0)
+    return stream.update
+
+
+def _evp_cipher(name):
+    evp_cipher = _lib.EVP_get_cipherbyname(name)
+    if evp_cipher == _ffi.NULL:
+        raise ValueError('OpenSSL has no %s' % name.decode())
+    return evp_cipher
 
 
 class _Stream:
@@ -62,7 +87,9 @@ class _Stream:
         self.out_len = _ffi.new('int *')
         if _lib.EVP_CipherInit_ex(
                 self.ctx, cipher.evp_cipher, _ffi.NULL,
-                _ffi.from_buffer(cipher.key), _ffi.from_buffer(cipher.iv),
+                _ffi.from_buffer(cipher.key),
+                _ffi.NULL if cipher.iv is None
+                else _ffi.from_buffer(cipher.iv),
                 1 if encrypt else 0) != 1:
             raise ValueError('OpenSSL refused the AES key')
 

@@ -111,18 +111,31 @@ def _export(keyid, gnupghome):
     return blob
 
 
-def has_secret_key(keyid, gnupghome=None):
+def secret_key_listing(keyid, gnupghome=None):
+    """gpg's colon listing of the secret keys keyid names, with keygrips
+    (obnamlib.gpg_agent reads it); b'' if gpg knows none."""
     try:
-        out = run(['--with-colons', '--list-secret-keys', keyid],
-                  gnupghome=gnupghome)
+        return run(['--with-colons', '--with-keygrip', '--list-secret-keys',
+                    keyid], gnupghome=gnupghome)
     except errors.GpgError:
-        return False
-    return any(line.startswith(b'sec:') for line in out.splitlines())
+        return b''
+
+
+def has_secret_key(keyid, gnupghome=None):
+    return _lists_secret_key(secret_key_listing(keyid, gnupghome))
+
+
+def _lists_secret_key(listing):
+    return any(line.startswith(b'sec:') for line in listing.splitlines())
 
 
 def require_secret_key(keyid, gnupghome=None):
-    if not has_secret_key(keyid, gnupghome):
+    """The secret_key_listing of keyid; R0C79EX if it lists no secret
+    key."""
+    listing = secret_key_listing(keyid, gnupghome)
+    if not _lists_secret_key(listing):
         raise no_secret_key(keyid, gnupghome)
+    return listing
 
 
 def decrypt(data, gnupghome=None):

@@ -372,6 +372,13 @@ def _decrypt_seipd(body, cipher_id, key, into=None):
     return plain[bs + 2:-22]
 
 
+def decrypt_seipd(body, cipher_id, key):
+    """The literal data of a SEIPD packet body, given its session key
+    (a public-key encrypted message: obnamlib.gpg_agent)."""
+    return bytes(message_content(
+        _decrypt_seipd(memoryview(body), cipher_id, key)))
+
+
 _warned_no_mdc = []
 
 
@@ -573,6 +580,11 @@ def _mpi(data, pos):
     if end > len(data):
         raise OpenPgpFormatError(reason='MPI is cut short')
     return bytes(data[pos + 2:end]), end
+
+
+def read_mpi(data, pos):
+    """(integer bytes, position after) of the MPI at pos."""
+    return _mpi(data, pos)
 
 
 def _encode_mpi(value):

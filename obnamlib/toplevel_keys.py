@@ -19,7 +19,7 @@ import os
 import re
 import threading
 
-from obnamlib import errors, gpg, openpgp
+from obnamlib import errors, gpg, gpg_agent, openpgp
 
 KEY = 'key'
 USERKEYS = 'userkeys'
@@ -157,10 +157,10 @@ class ToplevelKeys:
             # gpg runs for the keys and for this check go on side by side
             # while the command starts; writing waits for the check
             with self.lock:
-                self._start_likely_toplevels()
                 self.secret_check = self._pool().submit(
                     gpg.require_secret_key, self.encrypt_with,
                     self.gnupghome)
+                self._start_likely_toplevels()
             return
         gpg.require_secret_key(self.encrypt_with, self.gnupghome)
         if self._repository_is_clear():
@@ -276,13 +276,19 @@ class ToplevelKeys:
             self._pool().submit(self._decrypt_together, wanted)
 
     def _decrypt_together(self, wanted):
-        """Settle each toplevel's Future from one gpg run."""
+        """Settle each toplevel's Future: through gpg-agent where it can
+        (no gpg process), the others in one gpg run."""
         names = list(wanted)
+        messages = [wanted[n][0] for n in names]
+        plains = self._decrypted_by_agent(messages)
+        rest = [i for i, plain in enumerate(plains) if plain is None]
         try:
-            plains = gpg.decrypt_many([wanted[n][0] for n in names],
-                                      self.gnupghome)
+            by_gpg = gpg.decrypt_many([messages[i] for i in rest],
+                                      self.gnupghome) if rest else []
         except Exception as e:
-            plains = [e] * len(names)
+            by_gpg = [e] * len(rest)
+        for i, plain in zip(rest, by_gpg):
+            plains[i] = plain
         for name, plain in zip(names, plains):
             run = wanted[name][1]
             try:
@@ -291,6 +297,19 @@ class ToplevelKeys:
                 run.set_result(valid_key_text(name, plain))
             except Exception as e:
                 run.set_exception(e)
+
+    def _decrypted_by_agent(self, messages):
+        """Plaintexts (None where not) of the messages for the secret
+        keys --encrypt-with names, which its check listed."""
+        if self.secret_check is None:
+            return [None] * len(messages)
+        try:
+            listing = self.secret_check.result()
+        except Exception:
+            return [None] * len(messages)
+        return gpg_agent.decrypt_many(
+            messages, gpg_agent.parse_secret_listing(listing),
+            self.gnupghome)
 
     def _start(self, toplevel):
         """A Future of the toplevel's key text.  The key file is read in

@@ -300,27 +300,47 @@ def test_a_repository_of_many_toplevels_reads_shared_keys_ahead_only(
         'clientlist', 'chunklist', 'chunksums', 'chunks', '3'}
 
 
-def test_encrypt_with_starts_gpg_before_any_key_is_asked_for(
-        tmp_path, gpg_home, monkeypatch):
-    base, fs = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
-    for toplevel in ('clientlist', 'chunklist', '1234'):
+def _encrypted_repository(tmp_path, gpg_home, toplevels):
+    _, fs = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
+    for toplevel in toplevels:
         fs.write_file(toplevel + '/metadata', toplevel.encode())
+
+
+def _record_gpg_runs(monkeypatch):
     runs = []
-    real_many, real_check = gpg.decrypt_many, gpg.require_secret_key
+    real_many, real_one = gpg.decrypt_many, gpg.decrypt
+    real_check = gpg.require_secret_key
     monkeypatch.setattr(gpg, 'decrypt_many', lambda messages, home: (
         runs.append('decrypt %d' % len(messages)),
         real_many(messages, home))[1])
+    monkeypatch.setattr(gpg, 'decrypt', lambda data, home: (
+        runs.append('decrypt'), real_one(data, home))[1])
     monkeypatch.setattr(gpg, 'require_secret_key', lambda keyid, home: (
         runs.append('check'), real_check(keyid, home))[1])
+    return runs
+
+
+@pytest.mark.parametrize('agent', [True, False])
+def test_encrypt_with_starts_gpg_before_any_key_is_asked_for(
+        tmp_path, gpg_home, monkeypatch, agent):
+    toplevels = ('clientlist', 'chunklist', '1234')
+    _encrypted_repository(tmp_path, gpg_home, toplevels)
+    runs = _record_gpg_runs(monkeypatch)
+    if not agent:
+        monkeypatch.setattr(toplevel_keys.gpg_agent, 'socket_path',
+                            lambda home: None)
     _, writer = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
-    # the runs (and the secret-key check) go on while the command starts
-    assert set(writer.keys.running) == {'clientlist', 'chunklist', '1234'}
+    # the key reading (and the secret-key check) go on while the command
+    # starts
+    assert set(writer.keys.running) == set(toplevels)
     assert writer.keys.secret_check is not None
     assert writer.keys.cache == {}
-    for toplevel in ('clientlist', 'chunklist', '1234'):
+    for toplevel in toplevels:
         assert writer.read_file(toplevel + '/metadata') == toplevel.encode()
     writer.write_file('1234/other', b'o')
-    assert sorted(runs) == ['check', 'decrypt 3']
+    # with an agent to ask, no gpg runs but the check; else one for all
+    assert runs == ['check'] if agent else sorted(runs) == [
+        'check', 'decrypt 3']
 
 
 def test_key_without_secret_half_refused_before_anything_is_written(
