@@ -43,6 +43,7 @@ def _serve(root, requests, replies):
     server = _Server(vfs_local.LocalFS(root), openpgp.SymmetricCipher(),
                      replies)
     inbox = _Inbox(requests)
+    replies.send(('ready',))    # booted: the parent may leave work to us
     while True:
         request, parts = inbox.get()
         if request[0] == 'stop':

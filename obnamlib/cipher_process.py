@@ -75,6 +75,7 @@ class CipherProcess:
         self.failure_noticed = False
         self.broken = None        # why the child cannot be used
         self.used = False         # whether it was sent any work
+        self.booted = False       # the child said it is ready
 
     @property
     def started(self):
@@ -94,6 +95,18 @@ class CipherProcess:
                 self._start()
             except CipherProcessFailed:
                 pass
+
+    def ready(self):
+        """Whether the child has booted (it says so first thing); never
+        waits.  Before that, work given to it waits for the boot."""
+        if self.booted or self.proc is None or self.broken is not None:
+            return self.booted
+        try:
+            while not self.booted and self.replies.poll():
+                self._receive()
+        except (OSError, EOFError) as e:
+            self._break(e)
+        return self.booted
 
     # --- writing -----------------------------------------------------------
 
@@ -211,7 +224,9 @@ class CipherProcess:
         """Handle one reply; a sync's list of failures is returned."""
         reply = self.replies.recv()
         kind = reply[0]
-        if kind == 'read':
+        if kind == 'ready':
+            self.booted = True
+        elif kind == 'read':
             stored_size = reply[2]
             got = False if stored_size is None else (
                 self.replies.frame(), stored_size)

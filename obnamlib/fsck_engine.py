@@ -165,6 +165,8 @@ class Fsck:
         self.walk_problems = 0      # problems that hide which chunks are used
         self.checker.lock()
         try:
+            if not self.options.ignore_chunks:
+                self.repo.expect_chunk_reads()
             self._storage_checks()
             if not self.options.skip_generations:
                 for client_name in self._client_names():

@@ -174,20 +174,30 @@ class RepositoryFS:
             self._process = cipher_process.CipherProcess(self.base.root)
         return self._process
 
+    def expect_reads(self):
+        """A hint: many files will be read (fsck, restore, verify).  An
+        encrypted local repository starts its helper process now, so that
+        it has booted when the reading starts and is given all of it."""
+        if self._reads_ahead():
+            self.seal_helper().start()
+
     def read_ahead(self, paths):
         """Have these files read and decrypted in a second process, for
         the read_file calls that follow (encrypted local repositories).
-        The first READ_AHEAD_AFTER files are left to read_file: the helper
-        boots meanwhile, and a command that reads only a few files does
-        not wait for it."""
-        if self.keys is None or self.format5 or \
-                not getattr(self.base, 'creates_in_background', False):
+        Until the helper has booted, the first READ_AHEAD_AFTER files are
+        left to read_file (a command that reads only a few files does not
+        wait for it, and few are read before it has booted)."""
+        if not self._reads_ahead():
             return
         paths = [path for path in paths if is_filtered(path)]
-        in_line = max(0, READ_AHEAD_AFTER - self._ahead_asked)
+        if self._process is not None and self._process.ready():
+            in_line = 0
+        else:
+            in_line = max(0, READ_AHEAD_AFTER - self._ahead_asked)
+            if self._ahead_asked + len(paths) <= READ_AHEAD_AFTER // 2:
+                self._ahead_asked += len(paths)
+                return      # so few so far that the helper may never be needed
         self._ahead_asked += len(paths)
-        if self._ahead_asked <= READ_AHEAD_AFTER // 2:
-            return      # so few so far that the helper may never be needed
         helper = self.seal_helper()
         helper.start()
         paths = paths[in_line:]
@@ -198,6 +208,10 @@ class RepositoryFS:
                 break
             wanted.append((path, passphrase))
         helper.read_ahead(wanted)
+
+    def _reads_ahead(self):
+        return (self.keys is not None and not self.format5 and
+                getattr(self.base, 'creates_in_background', False))
 
     @property
     def can_write_behind(self):

@@ -198,6 +198,11 @@ class Repository(abc.ABC):
     def get_chunk_content(self, chunk_id):
         """RepositoryChunkDoesNotExist if missing."""
 
+    def expect_chunk_reads(self):
+        """A hint: this command reads many chunks (fsck, restore, verify).
+        A format may get ready (start a helper process) meanwhile; doing
+        nothing is correct."""
+
     def prefetch_chunks(self, chunk_ids):
         """A hint: these chunks are read soon, in this order.  A format may
         fetch them together (one round trip for many over SFTP) and hand

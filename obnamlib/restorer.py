@@ -126,6 +126,7 @@ class Restorer:
         for path in paths:
             self._check_in_generation(path)
         if not self.pretend:
+            self.repo.expect_chunk_reads()
             self._prepare_target()
         for path in paths:
             self._restore_path(path)

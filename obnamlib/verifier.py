@@ -63,6 +63,7 @@ class Verifier:
 
     def verify_paths(self, paths):
         """Check everything under each path (post-order)."""
+        self.repo.expect_chunk_reads()
         for path in paths:
             for entry_path, backup in self.walk_generation(path):
                 self.verify_one(entry_path, backup)

@@ -381,6 +381,12 @@ class RepositoryFormat6(repo_interface.Repository):
     def get_chunk_content(self, chunk_id):
         return self.chunks.get(chunk_id)
 
+    def expect_chunk_reads(self):
+        """An encrypted local repository starts its helper process."""
+        expect_reads = getattr(self.fs, 'expect_reads', None)
+        if expect_reads is not None:
+            expect_reads()
+
     def prefetch_chunks(self, chunk_ids):
         """Read the chunk files together when the storage can (SFTP)."""
         self.chunks.prefetch(chunk_ids)

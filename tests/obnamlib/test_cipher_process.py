@@ -166,7 +166,9 @@ def test_a_failure_is_reported_by_the_next_submit(tmp_path):
     (tmp_path / path_of(0)).parent.mkdir(parents=True)
     (tmp_path / path_of(0)).write_bytes(b'taken')
     fs.create_file(path_of(0), b'data')
-    assert fs.seal_helper().replies.poll(60)    # its notice has come
+    helper = fs.seal_helper()
+    while not helper.failure_reported():    # its notice comes after 'ready'
+        assert helper.replies.poll(60)
     with pytest.raises(chunk_writer.ChunkFileTaken):
         fs.create_file(path_of(1), b'more')
     writer.flush()
@@ -377,4 +379,31 @@ def test_a_few_files_asked_for_start_no_helper(tmp_path):
     assert [fs.read_file(p) for p in paths] == [
         payload(i, 5000) for i in range(len(paths))]
     assert not fs.seal_helper().started
+    fs.close()
+
+
+def test_a_helper_started_ahead_is_given_every_file_once_it_has_booted(
+        tmp_path):
+    paths = stored_files(tmp_path, 10)
+    fs = encrypted_fs(tmp_path)
+    fs.expect_reads()
+    helper = fs.seal_helper()
+    assert helper.started
+    while not helper.ready():       # it says so when it has booted
+        assert helper.replies.poll(60)
+    fs.read_ahead(paths)            # few files, none read in line
+    assert [fs.read_file(path) for path in paths] == [
+        payload(i, 5000) for i in range(10)]
+    assert fs.cipher.decrypted == 0
+    fs.close()
+
+
+def test_few_files_start_no_helper_unless_reads_are_expected(tmp_path):
+    paths = stored_files(tmp_path, 10)
+    fs = encrypted_fs(tmp_path)
+    fs.read_ahead(paths)
+    assert not fs.seal_helper().started
+    assert [fs.read_file(path) for path in paths] == [
+        payload(i, 5000) for i in range(10)]
+    assert fs.cipher.decrypted == 10
     fs.close()

@@ -726,3 +726,18 @@ def test_the_chunk_indexes_are_never_loaded_whole(pristine, tmp_path,
     assert check(copy, rm_unused=True) == [
         'chunk abcdef not used by anyone; deleting']
     assert check(copy) == []
+
+
+@pytest.mark.parametrize('options, expected', [
+    ({}, ['expect']), ({'ignore_chunks': True}, [])])
+def test_fsck_says_it_will_read_chunks_unless_told_to_ignore_them(
+        pristine, options, expected):
+    repo = open_repo(pristine[0])
+    said = []
+    repo.expect_chunk_reads = lambda: said.append('expect')
+    try:
+        assert fsck_engine.Fsck(repo, fsck_engine.FsckOptions(
+            **options)).run() == []
+    finally:
+        repo.close()
+    assert said == expected

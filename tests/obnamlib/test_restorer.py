@@ -1008,3 +1008,17 @@ def test_hint_schedule_calls_for_the_next_hint_half_way():
     hints.sent(refill)
     assert [hints.due(i) for i in (3, 4, 5, 6, 7)] == [
         False, False, False, True, True]
+
+
+def test_restore_says_it_will_read_chunks_before_it_reads_any(world):
+    tmp, live = world
+    (live / 'f').write_bytes(b'data' * 3000)
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    events = record_hints_and_reads(repo)
+    repo.expect_chunk_reads = lambda: events.append(('expect', None))
+    r, rep = restorer(repo, gen, tmp / 'target')
+    r.restore()
+    assert rep.errors == []
+    assert events[0] == ('expect', None)
+    assert ('read', None) not in events and len(events) > 1

@@ -274,3 +274,17 @@ def test_fatal_live_error_ends_verify_at_once(tmp_path):
     with pytest.raises(FatalTestError):
         v.verify_paths([os.fsencode(str(live))])
     assert failures == []
+
+
+def test_verify_says_it_will_read_chunks(tmp_path):
+    live = tmp_path / 'live'
+    make_tree(live)
+    back_up(tmp_path, live)
+    repo, _ = open_repository(tmp_path / 'repo')
+    said = []
+    repo.expect_chunk_reads = lambda: said.append('expect')
+    gen = repo.get_generation_ids('host')[-1]
+    failures = []
+    verifier.Verifier(repo, live_fs(), gen, failures.append).verify_paths(
+        [os.fsencode(live)])
+    assert failures == [] and said == ['expect']
