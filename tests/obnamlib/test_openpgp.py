@@ -295,3 +295,38 @@ def test_reused_decryptor_recovers_after_a_failed_call():
         reused.decrypt('not bytes')
     fresh = openpgp._cfb(9, key, bytes(16)).decryptor()
     assert bytes(reused.decrypt(payload(40))) == fresh.update(payload(40))
+
+
+def _general_read(data, pos=0):
+    """read_packet without its short path, for comparing."""
+    first = data[pos]
+    if first & 0x40:
+        return openpgp_packets._new_header(data, pos + 1, first)
+    return openpgp_packets._old_header(data, pos + 1, first)
+
+
+def _outcome(read, data):
+    try:
+        tag, body, end = read(data)
+        return tag, bytes(body), end
+    except openpgp_packets.OpenPgpFormatError as e:
+        return str(e)
+
+
+@pytest.mark.parametrize('size', [0, 1, 191, 192, 8383, 8384, 70000])
+def test_packet_headers_read_alike_by_both_paths(size):
+    body = bytes(range(256)) * (size // 256 + 1)
+    whole = openpgp_packets.packet(18, body[:size]) + b'tail'
+    for data in (whole, memoryview(whole), whole[:len(whole) - 5],
+                 whole[:2], whole[:1]):
+        assert _outcome(openpgp_packets.read_packet, data) == \
+            _outcome(_general_read, data)
+    tag, got, end = openpgp_packets.read_packet(whole)
+    assert (tag, bytes(got), whole[end:]) == (18, body[:size], b'tail')
+
+
+def test_partial_lengths_still_take_the_general_path():
+    # a partial body length (2**9) then a one-byte final length
+    data = bytes([0xc0 | 11, 0xe9]) + b'a' * 512 + bytes([3]) + b'bcd'
+    assert _outcome(openpgp_packets.read_packet, data) == (
+        11, b'a' * 512 + b'bcd', len(data))

@@ -187,3 +187,25 @@ def test_spread_subdirectories_marks_a_top_directory(tmp_path):
     assert vfs.spread_subdirectories('chunks')
     vfs.create_file('chunks/1/2/3/4', b'x')
     assert not directory_flags(tmp_path / 'chunks/1') & top
+
+
+@pytest.mark.parametrize('size', [0, 1, 4096, 3 << 20])
+def test_read_file_reads_every_byte(tmp_path, size):
+    data = os.urandom(size)
+    (tmp_path / 'f').write_bytes(data)
+    fs = obnamlib.vfs_local.LocalFS(str(tmp_path))
+    assert fs.read_file('f') == data
+    assert fs.bytes_read == size
+
+
+def test_read_file_does_not_trust_the_size_a_file_claims():
+    # files in /proc say they are empty but are not
+    got = obnamlib.vfs_local.LocalFS('/').read_file('proc/self/status')
+    assert got.startswith(b'Name:') and len(got) > 100
+
+
+def test_read_file_of_a_directory_names_it(tmp_path):
+    (tmp_path / 'd').mkdir()
+    with pytest.raises(IsADirectoryError) as info:
+        obnamlib.vfs_local.LocalFS(str(tmp_path)).read_file('d')
+    assert info.value.filename == str(tmp_path / 'd')
