@@ -19,8 +19,7 @@ except ImportError:     # newer cryptography: the Cipher API only
     _ffi = _lib = None
 
 _FUNCTIONS = ('EVP_CIPHER_CTX_new', 'EVP_CIPHER_CTX_free',
-              'EVP_get_cipherbyname', 'EVP_CipherInit_ex', 'EVP_CipherUpdate',
-              'EVP_CIPHER_CTX_set_padding')
+              'EVP_get_cipherbyname', 'EVP_CipherInit_ex', 'EVP_CipherUpdate')
 
 # Key bytes -> OpenSSL's name of AES in CFB mode (128-bit feedback).
 _NAMES = {16: b'aes-128-cfb', 24: b'aes-192-cfb', 32: b'aes-256-cfb'}
@@ -33,6 +32,11 @@ _forced_off = []    # tests switch the fast path off to test the other
 def available():
     return (_lib is not None and not _forced_off and
             all(hasattr(_lib, name) for name in _FUNCTIONS))
+
+
+def blocks_available():
+    """Whether aes_block_decryptor can be used."""
+    return available() and hasattr(_lib, 'EVP_CIPHER_CTX_set_padding')
 
 
 class AesCfb:

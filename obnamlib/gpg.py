@@ -180,31 +180,60 @@ MAX_PLAINTEXT = 1 << 16
 
 
 def _run_decrypt_files(names, fifos, gnupghome):
-    cmd = [GPG, '--batch', '--no-tty', '-q', '--yes']
+    cmd = [GPG, '--batch', '--no-tty', '-q', '--yes', '--status-fd', '1']
     if gnupghome:
         cmd += ['--homedir', gnupghome]
     try:
         proc = subprocess.Popen(
             cmd + ['--no-textmode', '--decrypt-files'] + names,
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env=_environment())
     except OSError as e:
         raise GpgMissing(reason='%s: %s' % (GPG, e.strerror))
     outputs = [bytearray() for _ in fifos]
+    status = bytearray()
     with proc:
-        open_fds = [proc.stderr.fileno()] + list(fifos)
-        while proc.stderr.fileno() in open_fds:
-            ready, _, _ = select.select(open_fds, [], [])
+        talking = {proc.stdout.fileno(): status, proc.stderr.fileno(): None}
+        while talking:
+            ready, _, _ = select.select(list(talking) + fifos, [], [])
             for fd in ready:
-                if fd == proc.stderr.fileno():
-                    if not os.read(fd, 65536):
-                        open_fds.remove(fd)
+                if fd in talking:
+                    more = os.read(fd, 65536)
+                    if not more:
+                        del talking[fd]
+                    elif talking[fd] is not None:
+                        talking[fd] += more
                 else:
                     _read_available(fd, outputs[fifos.index(fd)])
     for fd, output in zip(fifos, outputs):
         _read_available(fd, output)
-    return [bytes(output) if 0 < len(output) <= MAX_PLAINTEXT else None
-            for output in outputs]
+    decrypted = _decrypted_files(status)
+    return [bytes(output) if name in decrypted and
+            0 < len(output) <= MAX_PLAINTEXT else None
+            for name, output in zip(names, outputs)]
+
+
+def _decrypted_files(status):
+    """The input files gpg's status lines say it decrypted and checked
+    (DECRYPTION_OKAY, no failure or bad MDC): gpg writes a file's
+    plaintext before it knows, and leaves it when the check fails."""
+    done = set()
+    name, good = None, False
+    for line in status.decode('utf-8', 'surrogateescape').splitlines():
+        words = line.split(' ', 3)
+        if words[0] != '[GNUPG:]' or len(words) < 2:
+            continue
+        if words[1] == 'FILE_START' and len(words) == 4:
+            name, good = words[3], False
+        elif words[1] == 'DECRYPTION_OKAY':
+            good = name is not None
+        elif words[1] in ('DECRYPTION_FAILED', 'BADMDC', 'ERROR'):
+            name = None
+        elif words[1] == 'FILE_DONE':
+            if good and name is not None:
+                done.add(name)
+            name, good = None, False
+    return done
 
 
 def _read_available(fd, output):

@@ -23,13 +23,14 @@ import socket
 import subprocess
 
 from obnamlib import cfb, openpgp, openpgp_packets
+from obnamlib.openpgp import ECDH, RSA_ALGORITHMS
+from obnamlib.openpgp_packets import PKESK
 
 # An agent that does not answer within this many seconds is not used.
 TIMEOUT = 20
-
-RSA_ALGORITHMS = (1, 2)
-ECDH = 18
-PKESK = 1
+# A decrypted toplevel key is hex text of a few hundred bits: anything
+# longer is not one (gpg's own path has the same limit).
+MAX_PLAINTEXT = 1 << 16
 
 # gpg's curve name -> (OID, bytes of a public point, bytes of its x,
 # KDF hash id, key-wrap cipher id): the KDF parameters gpg gives a new
@@ -112,26 +113,27 @@ def _gpgconf_socket(home):
 def decrypt_many(messages, subkeys, gnupghome=None):
     """The plaintext of each message that the agent could help decrypt
     (see the module's docstring), else None in its place."""
+    plains = [None] * len(messages)
     path = socket_path(gnupghome)
-    if not subkeys or path is None:
-        return [None] * len(messages)
+    if not subkeys or path is None or not cfb.blocks_available():
+        return plains
     try:
         agent = Agent(path)
     except (OSError, AgentError):
-        return [None] * len(messages)
+        return plains
     try:
-        return [_decrypt_or_none(agent, message, subkeys)
-                for message in messages]
+        for i, message in enumerate(messages):
+            try:
+                plains[i] = decrypt(agent, message, subkeys)
+            except (NotHere, openpgp.DecryptionFailed,
+                    openpgp_packets.OpenPgpFormatError):
+                continue    # not for the agent, or bad: gpg says why
+    except Exception:   # a reply or the connection went wrong, so the
+        pass            # rest is gpg's too (which words any error)
     finally:
         agent.close()
-
-
-def _decrypt_or_none(agent, message, subkeys):
-    try:
-        return decrypt(agent, message, subkeys)
-    except (NotHere, AgentError, OSError, ValueError, IndexError,
-            openpgp_packets.OpenPgpFormatError, openpgp.DecryptionFailed):
-        return None
+    return [plain if plain is not None and len(plain) <= MAX_PLAINTEXT
+            else None for plain in plains]
 
 
 def decrypt(agent, message, subkeys):
@@ -270,16 +272,21 @@ class Agent:
     def __init__(self, path):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(TIMEOUT)
+        self.lines = None
         try:
             self.sock.connect(path)
             self.lines = self.sock.makefile('rb')
             if not self._line().startswith(b'OK'):
                 raise AgentError('no greeting')
+            # never a passphrase dialog: a key that needs one is gpg's
+            self.transact(b'OPTION pinentry-mode=cancel')
         except BaseException:
-            self.sock.close()
+            self.close()
             raise
 
     def close(self):
+        if self.lines is not None:
+            self.lines.close()
         self.sock.close()
 
     def can_use(self, keygrip):

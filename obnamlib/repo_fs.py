@@ -292,6 +292,7 @@ class RepositoryFS:
         return data
 
     def write_raw(self, path, data):
+        self._before_writing()
         self.base.write_file(path, data)
         self._count_written(len(data))
 
@@ -325,6 +326,7 @@ class RepositoryFS:
 
     def lock(self, path, content=b''):
         """Exclusive create; LockFail if the file exists."""
+        self._before_writing()
         base_lock = getattr(self.base, 'lock', None)
         if base_lock is not None:
             try:
@@ -358,18 +360,32 @@ class RepositoryFS:
         return self.base.listdir(path)
 
     def makedirs(self, path):
+        self._before_writing()
         self.base.makedirs(path)
 
     def remove(self, path):
+        self._before_writing()
         self.base.remove(path)
 
     def rmdir(self, path):
+        self._before_writing()
         self.base.rmdir(path)
 
     def rename(self, old, new):
+        self._before_writing()
         self.base.rename(old, new)
 
+    def _before_writing(self):
+        """Nothing is written before the keys' checks have passed
+        (--encrypt-with naming a key whose secret half is missing)."""
+        check = getattr(self.keys, 'check_before_writing', None)
+        if check is not None:
+            check()
+
     def close(self):
+        close_keys = getattr(self.keys, 'close', None)
+        if close_keys is not None:
+            close_keys()
         if self._process is not None:
             self._process.close()
             self._process = None

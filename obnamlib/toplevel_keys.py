@@ -141,7 +141,6 @@ class ToplevelKeys:
         self.cipher = cipher or openpgp.SymmetricCipher()
         self.cache = {}
         self.running = {}       # toplevel -> Future of its key text
-        self.ahead = set()      # toplevels whose gpg run nobody asked for
         self.others_read = False  # the likely toplevels' runs were started
         self.pool = None
         self.secret_check = None    # Future of the --encrypt-with check
@@ -166,11 +165,20 @@ class ToplevelKeys:
         if self._repository_is_clear():
             raise RepositoryNotEncrypted(keyid=self.encrypt_with)
 
-    def _secret_key_checked(self):
+    def check_before_writing(self):
         """Raise the check's error (R0C79EX: --encrypt-with names a key
-        whose secret half the user lacks) before anything is written."""
+        whose secret half the user lacks) before anything is written:
+        RepositoryFS calls this before every write, lock files too."""
         if self.secret_check is not None:
             self.secret_check.result()
+
+    def close(self):
+        """Stop the gpg threads (a run nobody waits for any more is not
+        waited for at exit either)."""
+        with self.lock:
+            pool, self.pool = self.pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def repository_is_encrypted(self):
         return self.base.exists('clientlist/' + KEY)
@@ -217,14 +225,10 @@ class ToplevelKeys:
             if not self.others_read:
                 self._start_likely_toplevels()
             run = self.running.get(toplevel) or self._start(toplevel)
-            ahead = toplevel in self.ahead
-            self.ahead.discard(toplevel)
         try:
             text = self._result(toplevel, run)
-        except Exception:
-            if not ahead:
-                raise
-            with self.lock:     # it failed before it was asked for: again
+        except _NotDecryptedAhead:
+            with self.lock:     # not decrypted with the others: alone
                 run = self.running.get(toplevel) or self._start(toplevel)
             text = self._result(toplevel, run)
         with self.lock:
@@ -267,7 +271,6 @@ class ToplevelKeys:
             except (OSError, errors.ObnamError):
                 continue
             run = self.running[name] = concurrent.futures.Future()
-            self.ahead.add(name)
             if encrypted is None:
                 run.set_result(None)
             else:
@@ -277,39 +280,45 @@ class ToplevelKeys:
 
     def _decrypt_together(self, wanted):
         """Settle each toplevel's Future: through gpg-agent where it can
-        (no gpg process), the others in one gpg run."""
+        (no gpg process), the others in one gpg run.  A key neither
+        decrypted is _NotDecryptedAhead: it is decrypted alone when
+        asked for, which gives gpg's own error."""
         names = list(wanted)
-        messages = [wanted[n][0] for n in names]
-        plains = self._decrypted_by_agent(messages)
-        rest = [i for i, plain in enumerate(plains) if plain is None]
+        plains = [None] * len(names)
         try:
-            by_gpg = gpg.decrypt_many([messages[i] for i in rest],
-                                      self.gnupghome) if rest else []
-        except Exception as e:
-            by_gpg = [e] * len(rest)
-        for i, plain in zip(rest, by_gpg):
-            plains[i] = plain
-        for name, plain in zip(names, plains):
-            run = wanted[name][1]
-            try:
-                if plain is None or isinstance(plain, Exception):
-                    raise _NotDecryptedAhead(toplevel=name)
-                run.set_result(valid_key_text(name, plain))
-            except Exception as e:
-                run.set_exception(e)
+            messages = [wanted[n][0] for n in names]
+            plains = self._decrypted_by_agent(messages)
+            rest = [i for i, plain in enumerate(plains) if plain is None]
+            if rest:
+                by_gpg = gpg.decrypt_many([messages[i] for i in rest],
+                                          self.gnupghome)
+                for i, plain in zip(rest, by_gpg):
+                    plains[i] = plain
+        except Exception:   # every Future is settled, whatever happens
+            pass
+        finally:
+            for name, plain in zip(names, plains):
+                self._settle(name, wanted[name][1], plain)
+
+    @staticmethod
+    def _settle(name, run, plain):
+        try:
+            if plain is None:
+                raise _NotDecryptedAhead(toplevel=name)
+            run.set_result(valid_key_text(name, plain))
+        except Exception:   # a bad key text too: alone, it is reported
+            run.set_exception(_NotDecryptedAhead(toplevel=name))
 
     def _decrypted_by_agent(self, messages):
         """Plaintexts (None where not) of the messages for the secret
         keys --encrypt-with names, which its check listed."""
-        if self.secret_check is None:
-            return [None] * len(messages)
         try:
             listing = self.secret_check.result()
-        except Exception:
+            return gpg_agent.decrypt_many(
+                messages, gpg_agent.parse_secret_listing(listing),
+                self.gnupghome)
+        except Exception:   # no check, a failed one, or an agent problem
             return [None] * len(messages)
-        return gpg_agent.decrypt_many(
-            messages, gpg_agent.parse_secret_listing(listing),
-            self.gnupghome)
 
     def _start(self, toplevel):
         """A Future of the toplevel's key text.  The key file is read in
@@ -347,7 +356,7 @@ class ToplevelKeys:
         encrypted repository."""
         if toplevel in UNENCRYPTED_TOPLEVELS:
             return
-        self._secret_key_checked()
+        self.check_before_writing()
         if self.encrypt_with is None:
             if self.repository_is_encrypted():
                 raise EncryptionKeyRequired(toplevel=toplevel)
@@ -366,7 +375,7 @@ class ToplevelKeys:
             self.cache[toplevel] = text
 
     def _write_keys(self, toplevel, text, keyring):
-        self._secret_key_checked()
+        self.check_before_writing()
         encrypted_key = gpg.encrypt_to_keyring(text.encode('ascii'), keyring)
         userkeys = self.cipher.encrypt(keyring, text)
         self.base.makedirs(toplevel)

@@ -215,8 +215,22 @@ def test_decrypt_many_in_one_run(gpg_home, monkeypatch):
     got = gpg.decrypt_many(messages, gpg_home.path)
     assert got == [None, texts[0], texts[1], None, texts[2], texts[3]]
     assert len(runs) == 1
-    assert [m for m in messages if m] and gpg.decrypt_many([]) == []
+    assert gpg.decrypt_many([]) == [] and len(runs) == 1
     assert _private_leftovers() == before
+
+
+def test_decrypt_many_refuses_what_gpg_refuses(gpg_home):
+    """gpg writes a file's plaintext before it checks it (MDC): a
+    tampered or cut message must give None, as gpg -d fails."""
+    alice = gpg.export_public_key(gpg_home.keys['Alice'], gpg_home.path)
+    good = gpg.encrypt_to_keyring(b'ab' * 32, alice)
+    tampered = good[:-1] + bytes([good[-1] ^ 1])
+    cut = good[:-24]
+    for bad in (tampered, cut):
+        with pytest.raises(errors.GpgError):
+            gpg.decrypt(bad, gpg_home.path)
+    assert gpg.decrypt_many([tampered, good, cut], gpg_home.path) == [
+        None, b'ab' * 32, None]
 
 
 def test_decrypt_many_refuses_a_huge_plaintext_without_hanging(gpg_home):

@@ -120,3 +120,14 @@ def test_socket_found_where_gpgconf_says(gpg_home, monkeypatch, tmp_path):
     assert gpg_agent.socket_path(str(tmp_path)) == real
     monkeypatch.setattr(gpg_agent, '_gpgconf_socket', lambda home: None)
     assert gpg_agent.socket_path(str(tmp_path)) is None
+
+
+def test_a_tampered_message_gives_none_and_the_rest_goes_on(gpg_home):
+    _start_agent(gpg_home)
+    alice = gpg.export_public_key(gpg_home.keys['Alice'], gpg_home.path)
+    good = gpg.encrypt_to_keyring(b'gh' * 32, alice)
+    tampered = good[:-1] + bytes([good[-1] ^ 1])
+    subkeys = _listing(gpg_home, gpg_home.keys['Alice'])
+    got = gpg_agent.decrypt_many([good, tampered, good], subkeys,
+                                 gpg_home.path)
+    assert got == [b'gh' * 32, None, b'gh' * 32]

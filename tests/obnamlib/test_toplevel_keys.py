@@ -1,6 +1,7 @@
 import concurrent.futures
 import os
 import tarfile
+import threading
 
 import pytest
 
@@ -361,7 +362,9 @@ def test_key_without_secret_half_refused_before_anything_is_written(
         _, reader = open_fs(tmp_path, gpg_home.keys['Alice'], other)
         assert reader.read_file('clientlist/metadata') == b'x'  # Bob's key
         for write in (lambda: reader.write_file('clientlist/new', b'n'),
-                      lambda: reader.write_file('5678/new', b'n')):
+                      lambda: reader.write_file('5678/new', b'n'),
+                      lambda: reader.lock('clientlist/lock'),
+                      lambda: reader.remove('clientlist/metadata')):
             with pytest.raises(errors.GpgError) as info:
                 write()
             assert str(info.value).startswith('R0C79EX: ')
@@ -369,3 +372,29 @@ def test_key_without_secret_half_refused_before_anything_is_written(
         assert sorted(os.listdir(str(tmp_path))) == before
         assert sorted(os.listdir(str(tmp_path / 'clientlist'))) == [
             'key', 'metadata', 'userkeys']
+
+
+@pytest.mark.parametrize('broken', ['agent', 'gpg run', 'both'])
+def test_a_failure_of_the_shared_run_never_leaves_a_key_waiting(
+        tmp_path, gpg_home, monkeypatch, broken):
+    toplevels = ('clientlist', 'chunklist')
+    _encrypted_repository(tmp_path, gpg_home, toplevels)
+
+    def fails(*args):
+        raise RuntimeError('broken on purpose')
+    if broken in ('agent', 'both'):
+        monkeypatch.setattr(toplevel_keys.gpg_agent, 'decrypt_many', fails)
+    if broken in ('gpg run', 'both'):
+        monkeypatch.setattr(toplevel_keys.gpg_agent, 'socket_path',
+                            lambda home: None)
+        monkeypatch.setattr(gpg, 'decrypt_many', fails)
+    _, reader = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
+    got = {}
+    threads = [threading.Thread(target=lambda t=t: got.setdefault(
+        t, reader.read_file(t + '/metadata'))) for t in toplevels * 2]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+        assert not thread.is_alive()    # no key left waiting for ever
+    assert got == {t: t.encode() for t in toplevels}
