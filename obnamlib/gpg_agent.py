@@ -17,20 +17,16 @@ gives None, and the caller runs gpg, which handles every case and words
 every error.
 """
 
-import hashlib
 import os
 import socket
 import subprocess
 
-from obnamlib import cfb, openpgp, openpgp_packets
+from obnamlib import cfb, gpg, openpgp, openpgp_packets
 from obnamlib.openpgp import ECDH, RSA_ALGORITHMS
 from obnamlib.openpgp_packets import PKESK
 
 # An agent that does not answer within this many seconds is not used.
 TIMEOUT = 20
-# A decrypted toplevel key is hex text of a few hundred bits: anything
-# longer is not one (gpg's own path has the same limit).
-MAX_PLAINTEXT = 1 << 16
 
 # gpg's curve name -> (OID, bytes of a public point, bytes of its x,
 # KDF hash id, key-wrap cipher id): the KDF parameters gpg gives a new
@@ -41,8 +37,6 @@ CURVES = {
     'nistp384': (bytes.fromhex('2b81040022'), 97, 48, 9, 8),
     'nistp521': (bytes.fromhex('2b81040023'), 133, 66, 10, 9),
 }
-_HASHES = {8: hashlib.sha256, 9: hashlib.sha384, 10: hashlib.sha512}
-_KEK_BYTES = {7: 16, 8: 24, 9: 32}
 
 
 class NotHere(Exception):
@@ -132,7 +126,7 @@ def decrypt_many(messages, subkeys, gnupghome=None):
         pass            # rest is gpg's too (which words any error)
     finally:
         agent.close()
-    return [plain if plain is not None and len(plain) <= MAX_PLAINTEXT
+    return [plain if plain is not None and len(plain) <= gpg.MAX_PLAINTEXT
             else None for plain in plains]
 
 
@@ -206,10 +200,8 @@ def _ecdh_block(agent, subkey, fields):
         x = shared[1:1 + x_bytes]       # the point's prefix byte dropped
     else:
         raise NotHere()
-    param = (bytes([len(oid)]) + oid + bytes([ECDH, 3, 1, hash_id, kek_id]) +
-             b'Anonymous Sender    ' + subkey.fingerprint)
-    kek = _HASHES[hash_id](b'\0\0\0\1' + x + param).digest()
-    block = aes_key_unwrap(kek[:_KEK_BYTES[kek_id]], wrapped)
+    kek = openpgp.ecdh_kek(x, oid, hash_id, kek_id, subkey.fingerprint)
+    block = aes_key_unwrap(kek, wrapped)
     pad = block[-1]
     if not 1 <= pad <= 8 or block[-pad:] != bytes([pad]) * pad:
         raise NotHere()

@@ -658,16 +658,23 @@ def _ecdh_fields(key_material, block, fingerprint):
     if len(kdf) != 4 or kdf[0] != 3 or kdf[1] != 1 or \
             kdf[3] not in _KEK_SIZES:
         raise OpenPgpFormatError(reason='bad ECDH KDF parameters')
-    hash_id, kek_id = kdf[2], kdf[3]
     ephemeral, shared = _ecdh_shared(curve, point)
-    param = bytes([oid_len]) + oid + bytes([ECDH]) + kdf + \
-        b'Anonymous Sender    ' + fingerprint
-    h = _hash_new(hash_id)
-    h.update(b'\0\0\0\1' + shared + param)
-    kek = h.digest()[:_KEK_SIZES[kek_id]]
+    kek = ecdh_kek(shared, oid, kdf[2], kdf[3], fingerprint)
     pad = 8 - len(block) % 8
     wrapped = keywrap.aes_key_wrap(kek, block + bytes([pad]) * pad)
     return _encode_mpi(ephemeral) + bytes([len(wrapped)]) + wrapped
+
+
+def ecdh_kek(shared_x, oid, hash_id, kek_id, fingerprint):
+    """The key-wrapping key of RFC 6637 §7-8: from the shared secret x
+    and the recipient key's curve OID, KDF parameters (hash id, wrapping
+    cipher id) and v4 fingerprint.  Encrypting here; decrypting in
+    obnamlib.gpg_agent."""
+    param = (bytes([len(oid)]) + oid + bytes([ECDH, 3, 1, hash_id, kek_id]) +
+             b'Anonymous Sender    ' + fingerprint)
+    h = _hash_new(hash_id)
+    h.update(b'\0\0\0\1' + shared_x + param)
+    return h.digest()[:_KEK_SIZES[kek_id]]
 
 
 def _pkesk(key_body, session_key):

@@ -69,6 +69,13 @@ class _NotDecryptedAhead(errors.ObnamError):
     msg = 'Toplevel {toplevel}: key not decrypted ahead'
 
 
+def _no_key():
+    """The settled Future of a toplevel without a key file."""
+    run = concurrent.futures.Future()
+    run.set_result(None)
+    return run
+
+
 class BadSymmetricKeyBits(errors.ObnamError):
     code = errors.legacy_code('BadSymmetricKeyBits', 'obnamlib.toplevel_keys')
     msg = ('--symmetric-key-bits={bits} is not a positive whole number of '
@@ -270,10 +277,10 @@ class ToplevelKeys:
                 encrypted = self._encrypted_key(name)
             except (OSError, errors.ObnamError):
                 continue
-            run = self.running[name] = concurrent.futures.Future()
             if encrypted is None:
-                run.set_result(None)
+                self.running[name] = _no_key()
             else:
+                run = self.running[name] = concurrent.futures.Future()
                 wanted[name] = (encrypted, run)
         if wanted:
             self._pool().submit(self._decrypt_together, wanted)
@@ -302,22 +309,23 @@ class ToplevelKeys:
 
     @staticmethod
     def _settle(name, run, plain):
+        """A bad key text is tried alone too: then it is reported."""
         try:
-            if plain is None:
-                raise _NotDecryptedAhead(toplevel=name)
             run.set_result(valid_key_text(name, plain))
-        except Exception:   # a bad key text too: alone, it is reported
+        except Exception:   # None, or not a key: every Future is settled
             run.set_exception(_NotDecryptedAhead(toplevel=name))
 
     def _decrypted_by_agent(self, messages):
         """Plaintexts (None where not) of the messages for the secret
         keys --encrypt-with names, which its check listed."""
+        if self.secret_check is None:
+            return [None] * len(messages)
         try:
             listing = self.secret_check.result()
             return gpg_agent.decrypt_many(
                 messages, gpg_agent.parse_secret_listing(listing),
                 self.gnupghome)
-        except Exception:   # no check, a failed one, or an agent problem
+        except Exception:   # a failed check, or an agent problem
             return [None] * len(messages)
 
     def _start(self, toplevel):
@@ -325,12 +333,8 @@ class ToplevelKeys:
         this thread (an SFTP connection is not shared between threads);
         gpg runs in the pool.  Called with the lock held."""
         encrypted = self._encrypted_key(toplevel)
-        run = concurrent.futures.Future()
-        if encrypted is None:
-            run.set_result(None)
-        else:
-            run = self._pool().submit(self._decrypted_key, toplevel,
-                                      encrypted)
+        run = _no_key() if encrypted is None else self._pool().submit(
+            self._decrypted_key, toplevel, encrypted)
         self.running[toplevel] = run
         return run
 
