@@ -244,8 +244,10 @@ class Fsck:
             return
         numbers = [self.repo.make_generation_spec(g) for g in gen_ids]
         for number in sorted(set(n for n in numbers if numbers.count(n) > 1)):
-            self._report('%s: duplicate generation id %s'
-                          % (client_name, number))
+            # only one tree of an id can be read: the others' chunks must
+            # not be taken for unused
+            self._walk_problem('%s: duplicate generation id %s'
+                               % (client_name, number))
         if self.options.last_generation_only:
             gen_ids = gen_ids[-1:]
         for i, gen_id in enumerate(gen_ids):

@@ -90,14 +90,16 @@ class ClientForest:
         return gen_number
 
     def remove_generation(self, gen_number):
-        for tree in self.forest.trees:
-            if self._number(tree) == gen_number:
-                self.forest.remove_tree(tree)
-                self.wrappers.pop(id(tree), None)
-                self.gen_numbers.pop(id(tree), None)
-                self.by_number = None
-                return True
-        return False
+        """Remove the tree generation() gives for the id (the newest, if
+        a damaged forest has the id twice)."""
+        tree = self._tree(gen_number)
+        if tree is None:
+            return False
+        self.forest.remove_tree(tree)
+        self.wrappers.pop(id(tree), None)
+        self.gen_numbers.pop(id(tree), None)
+        self.by_number = None
+        return True
 
     def commit(self, ended):
         """Set GEN_ENDED of this session's generations (unless set) and

@@ -204,3 +204,50 @@ def test_new_generation_is_found_first_in_a_backup(tmp_path, monkeypatch):
     assert repo.get_metadata(gen, b'/') is not None
     assert reads == []      # the new tree's id is known; no other is read
     repo.unlock_client('c')
+
+
+def test_a_generation_id_twice_reads_and_forgets_the_same_tree(tmp_path):
+    """A damaged forest may give two trees one id: reading and removing
+    it take the same tree, and fsck then keeps every chunk."""
+    from obnamlib import fsck_engine
+    from obnamlib.fmt_6 import keys
+    from tests.obnamlib.repo_interface_conformance import dir_md
+    url = str(tmp_path / 'repo')
+    repo = new_repository(url, 'c')
+    contents = [b'old data', b'new data']
+    for data in contents:
+        repo.lock_client('c')
+        gen = repo.create_generation('c')
+        repo.set_metadata(gen, b'/', dir_md())
+        repo.set_file_chunk_ids(gen, b'/', [repo.put_chunk_content(data)])
+        repo.lock_chunk_indexes()
+        repo.put_chunk_into_indexes(
+            repo.get_file_chunk_ids(gen, b'/')[0], data, 'c')
+        repo.commit_chunk_indexes()
+        repo.commit_client('c')
+    old, new = repo.get_generation_ids('c')
+    repo.lock_client('c')
+    repo._writable_client('c').generation(int(new)).set_gen_value(
+        keys.GEN_ID, int(old))
+    repo.commit_client('c')
+
+    reader = repo_factory.open_repository(url=url)
+    assert [int(g) for g in reader.get_generation_ids('c')] == [int(old)] * 2
+    newest_chunk = reader.get_file_chunk_ids(old, b'/')
+    assert reader.get_chunk_content(newest_chunk[0]) == b'new data'
+    problems = fsck_engine.Fsck(reader, fsck_engine.FsckOptions(
+        rm_unused=True)).run()
+    assert 'c: duplicate generation id %d' % int(old) in problems
+    assert not any('deleting' in p for p in problems)
+    assert sorted(reader.get_chunk_content(c) for c in reader.get_chunk_ids()
+                  ) == sorted(contents)
+    reader.close()
+
+    repo = repo_factory.open_repository(url=url, lock_timeout=0)
+    repo.lock_client('c')
+    repo.remove_generation(old)
+    repo.commit_client('c')
+    left = repo.get_generation_ids('c')
+    assert [int(g) for g in left] == [int(old)]
+    assert repo.get_chunk_content(
+        repo.get_file_chunk_ids(left[0], b'/')[0]) == b'old data'
