@@ -27,9 +27,12 @@ import sys
 from obnamlib import errors, filters
 from obnamlib.frame_pipe import Channel, new_pipe
 
-# Requests of one read-ahead still unanswered, at most: their paths fit in
-# the request pipe, so sending one never waits for the child.
+# Read-ahead requests unanswered at once, at most: the replies waiting
+# to be taken are bounded by this many files.
 MAX_AHEAD = 256
+# Seconds close() waits for the child to end before killing it (one stuck,
+# e.g. in a hung network file system, must not keep obnam from exiting).
+STOP_WAIT = 60
 
 _log = logging.getLogger(__name__)
 
@@ -76,6 +79,7 @@ class CipherProcess:
         self.broken = None        # why the child cannot be used
         self.used = False         # whether it was sent any work
         self.booted = False       # the child said it is ready
+        self.start_failed = False
 
     @property
     def started(self):
@@ -85,7 +89,7 @@ class CipherProcess:
     def could_not_start(self):
         """Whether starting the child failed (its users then do its work
         in line: a machine where it cannot run still gets backups)."""
-        return self.proc is None and self.broken is not None
+        return self.start_failed
 
     def start(self):
         """Start the child now (it boots while the caller goes on); a
@@ -99,13 +103,8 @@ class CipherProcess:
     def ready(self):
         """Whether the child has booted (it says so first thing); never
         waits.  Before that, work given to it waits for the boot."""
-        if self.booted or self.proc is None or self.broken is not None:
-            return self.booted
-        try:
-            while not self.booted and self.replies.poll():
-                self._receive()
-        except (OSError, EOFError) as e:
-            self._break(e)
+        if not self.booted and self.proc is not None:
+            self._drain()
         return self.booted
 
     # --- writing -----------------------------------------------------------
@@ -120,13 +119,19 @@ class CipherProcess:
 
     def failure_reported(self):
         """Whether a create failed since the last sync (never waits)."""
-        if self.broken is None and self.started:
-            try:
-                while self.replies.poll():
-                    self._receive()
-            except (OSError, EOFError) as e:
-                self._break(e)
+        if self.started:
+            self._drain()
         return self.failure_noticed or self.broken is not None
+
+    def _drain(self):
+        """Handle the replies that have come, without waiting."""
+        if self.broken is not None:
+            return
+        try:
+            while self.replies.poll():
+                self._receive()
+        except (OSError, EOFError) as e:
+            self._break(e)
 
     def sync(self):
         """Wait until every create sent so far is done: [(path, error)]
@@ -156,6 +161,7 @@ class CipherProcess:
                 try:
                     asked.append((path, self._key_id(passphrase)))
                 except CipherProcessFailed:
+                    self.ahead.clear()
                     return
                 self.ahead[path] = None
         if asked:
@@ -245,6 +251,14 @@ class CipherProcess:
         return None
 
     def _break(self, error):
+        """The child is gone: say why, with its own crash report if it
+        sent one before the pipe failed us."""
+        if self.broken is None and self.proc is not None:
+            try:
+                while self.broken is None and self.replies.poll():
+                    self._receive()     # 'crashed' sets broken and logs
+            except Exception:   # the rest of its replies do not matter
+                pass
         if self.broken is None:
             code = self.proc.poll() if self.proc is not None else None
             self.broken = ('it ended (exit code %s)' % code
@@ -267,6 +281,7 @@ class CipherProcess:
             for fd in (to_child, from_parent, to_parent, from_child):
                 os.close(fd)
             self.broken = str(e)
+            self.start_failed = True
             raise CipherProcessFailed(reason=self.broken)
         finally:
             if self.proc is not None:
@@ -290,7 +305,11 @@ class CipherProcess:
             pass
         self.requests.close()
         self.replies.close()
-        self.proc.wait()    # it ends at 'stop', or when its pipes close
+        try:    # it ends at 'stop', or when its pipes close
+            self.proc.wait(STOP_WAIT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
         self.proc = None
         self.broken = self.broken or 'it was stopped'
 

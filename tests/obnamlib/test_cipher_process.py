@@ -311,6 +311,18 @@ def test_a_crash_in_the_helper_is_one_line_and_logged(running, caplog):
     assert 'Traceback' in caplog.text
 
 
+def test_a_crash_report_is_read_even_when_sending_fails_first(
+        running, caplog):
+    fs, writer = running
+    helper = fs.seal_helper()
+    helper._send(('no such request',))
+    helper.proc.wait()      # it has reported and ended: the pipe is broken
+    with pytest.raises(cipher_process.CipherProcessFailed) as raised:
+        helper.create(path_of(1), [b'x' * 3000000])  # fails before reading
+    assert 'AttributeError' in str(raised.value)
+    assert 'Traceback' in caplog.text
+
+
 def test_the_helper_ignores_ctrl_c(running, tmp_path):
     fs, writer = running
     os.kill(fs.seal_helper().proc.pid, signal.SIGINT)
