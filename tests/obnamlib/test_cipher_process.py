@@ -146,6 +146,22 @@ def test_a_name_taken_meanwhile_is_reported_and_left_alone(tmp_path):
     fs.close()
 
 
+def test_a_create_queued_behind_a_failed_one_is_still_made(tmp_path):
+    fs = encrypted_fs(tmp_path)
+    helper = fs.seal_helper()
+    (tmp_path / path_of(1)).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / path_of(1)).write_bytes(b'somebody else')
+    for i, payload in ((1, b'mine'), (2, b'queued behind it')):
+        helper.create(path_of(i), list(filters.unencrypted_parts(payload)),
+                      PASSPHRASE)
+    failures = helper.sync()
+    assert [path for path, _ in failures] == [path_of(1)]
+    assert isinstance(failures[0][1], FileExistsError)
+    assert (tmp_path / path_of(1)).read_bytes() == b'somebody else'
+    assert encrypted_fs(tmp_path).read_file(path_of(2)) == b'queued behind it'
+    fs.close()
+
+
 def test_an_os_error_in_the_helper_is_raised_with_its_errno(tmp_path):
     fs = encrypted_fs(tmp_path)
     writer = sealing_writer(fs)

@@ -1021,4 +1021,4 @@ def test_restore_says_it_will_read_chunks_before_it_reads_any(world):
     r.restore()
     assert rep.errors == []
     assert events[0] == ('expect', None)
-    assert ('read', None) not in events and len(events) > 1
+    assert any(kind == 'read' for kind, _ in events[1:])

@@ -282,9 +282,13 @@ def test_verify_says_it_will_read_chunks(tmp_path):
     back_up(tmp_path, live)
     repo, _ = open_repository(tmp_path / 'repo')
     said = []
+    read = repo.get_chunk_content
     repo.expect_chunk_reads = lambda: said.append('expect')
+    repo.get_chunk_content = lambda chunk_id: (said.append('read'),
+                                               read(chunk_id))[1]
     gen = repo.get_generation_ids('host')[-1]
     failures = []
     verifier.Verifier(repo, live_fs(), gen, failures.append).verify_paths(
         [os.fsencode(live)])
-    assert failures == [] and said == ['expect']
+    assert failures == [] and said[0] == 'expect'
+    assert said.count('expect') == 1 and 'read' in said
