@@ -571,7 +571,7 @@ class UnsupportedRecipient(errors.ObnamError):
     msg = 'Cannot encrypt to OpenPGP key {keyid}: {reason}'
 
 
-def _mpi(data, pos):
+def read_mpi(data, pos):
     """(integer bytes, position after) of the MPI at pos."""
     if pos + 2 > len(data):
         raise OpenPgpFormatError(reason='MPI is cut short')
@@ -580,11 +580,6 @@ def _mpi(data, pos):
     if end > len(data):
         raise OpenPgpFormatError(reason='MPI is cut short')
     return bytes(data[pos + 2:end]), end
-
-
-def read_mpi(data, pos):
-    """(integer bytes, position after) of the MPI at pos."""
-    return _mpi(data, pos)
 
 
 def _encode_mpi(value):
@@ -616,8 +611,8 @@ def _session_key_block(session_key):
 
 def _rsa_fields(key_material, block):
     from cryptography.hazmat.primitives.asymmetric import padding, rsa
-    n, pos = _mpi(key_material, 0)
-    e, _ = _mpi(key_material, pos)
+    n, pos = read_mpi(key_material, 0)
+    e, _ = read_mpi(key_material, pos)
     public = rsa.RSAPublicNumbers(int.from_bytes(e, 'big'),
                                   int.from_bytes(n, 'big')).public_key()
     return _encode_mpi(public.encrypt(block, padding.PKCS1v15()))
@@ -653,7 +648,7 @@ def _ecdh_fields(key_material, block, fingerprint):
     if curve is None:
         raise UnsupportedRecipient(keyid=fingerprint[-8:].hex().upper(),
                                    reason='unknown ECDH curve')
-    point, pos = _mpi(key_material, 1 + oid_len)
+    point, pos = read_mpi(key_material, 1 + oid_len)
     kdf = key_material[pos:pos + 4]
     if len(kdf) != 4 or kdf[0] != 3 or kdf[1] != 1 or \
             kdf[3] not in _KEK_SIZES:

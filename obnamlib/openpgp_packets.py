@@ -59,16 +59,18 @@ def _new_length(data, pos):
 
 def _new_header(data, pos, first):
     tag = first & 0x3f
-    parts = []
-    while True:
+    length, partial, pos = _new_length(data, pos)
+    _need(data, pos, length)
+    if not partial:     # one definite length: every object obnam writes
+        return tag, data[pos:pos + length], pos + length
+    parts = [data[pos:pos + length]]
+    pos += length
+    while partial:
         length, partial, pos = _new_length(data, pos)
         _need(data, pos, length)
         parts.append(data[pos:pos + length])
         pos += length
-        if not partial:
-            break
-    body = parts[0] if len(parts) == 1 else b''.join(parts)
-    return tag, body, pos
+    return tag, b''.join(parts), pos
 
 
 def read_packet(data, pos=0):
@@ -78,34 +80,8 @@ def read_packet(data, pos=0):
     if not first & 0x80:
         raise OpenPgpFormatError(reason='no packet header at offset %d' % pos)
     if first & 0x40:
-        return _one_length(data, pos + 1, first) or \
-            _new_header(data, pos + 1, first)
+        return _new_header(data, pos + 1, first)
     return _old_header(data, pos + 1, first)
-
-
-def _one_length(data, pos, first):
-    """read_packet's answer for a new-format packet with one definite
-    length that fits in data (what obnam writes for every object and
-    key), else None: _new_header then does the rest, and reports what
-    is wrong.  Reading one small object costs a few such headers, so
-    they are worth a short path."""
-    end = len(data)
-    if pos >= end:
-        return None
-    size = data[pos]
-    if size < 192:
-        start = pos + 1
-    elif size < 224 and pos + 1 < end:
-        size = ((size - 192) << 8) + data[pos + 1] + 192
-        start = pos + 2
-    elif size == 255 and pos + 4 < end:
-        size = int.from_bytes(data[pos + 1:pos + 5], 'big')
-        start = pos + 5
-    else:
-        return None
-    if start + size > end:
-        return None
-    return first & 0x3f, data[start:start + size], start + size
 
 
 def iter_packets(data):

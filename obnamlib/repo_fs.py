@@ -159,9 +159,7 @@ class RepositoryFS:
         process (obnamlib.cipher_process; chunk_writer.ProcessChunkWriter
         with seal_helper() and seal_inline): an encrypted repository on a
         local disk, with a cipher that can seal."""
-        return (self.keys is not None and not self.format5 and
-                getattr(self.base, 'creates_in_background', False) and
-                cipher_process.can_seal(self.cipher))
+        return self._reads_ahead() and cipher_process.can_seal(self.cipher)
 
     def seal_inline(self, path, parts, passphrase):
         """Seal and create one file in this thread."""
@@ -190,14 +188,11 @@ class RepositoryFS:
         if not self._reads_ahead():
             return
         paths = [path for path in paths if is_filtered(path)]
-        if self._process is not None and self._process.ready():
-            in_line = 0
-        else:
-            in_line = max(0, READ_AHEAD_AFTER - self._ahead_asked)
-            if self._ahead_asked + len(paths) <= READ_AHEAD_AFTER // 2:
-                self._ahead_asked += len(paths)
-                return      # so few so far that the helper may never be needed
+        booted = self._process is not None and self._process.ready()
+        in_line = 0 if booted else max(0, READ_AHEAD_AFTER - self._ahead_asked)
         self._ahead_asked += len(paths)
+        if not booted and self._ahead_asked <= READ_AHEAD_AFTER // 2:
+            return      # so few so far that the helper may never be needed
         helper = self.seal_helper()
         helper.start()
         paths = paths[in_line:]
@@ -210,6 +205,7 @@ class RepositoryFS:
         helper.read_ahead(wanted)
 
     def _reads_ahead(self):
+        """An encrypted repository on a local disk (format 6)."""
         return (self.keys is not None and not self.format5 and
                 getattr(self.base, 'creates_in_background', False))
 

@@ -298,7 +298,7 @@ def test_reused_decryptor_recovers_after_a_failed_call():
 
 
 def _general_read(data, pos=0):
-    """read_packet without its short path, for comparing."""
+    """A packet read straight from the header functions, for comparing."""
     first = data[pos]
     if first & 0x40:
         return openpgp_packets._new_header(data, pos + 1, first)
