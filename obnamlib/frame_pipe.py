@@ -2,9 +2,10 @@
 4-byte length, then that many bytes (a pickled message, or data that
 goes with one).  A message and its data are written with one system
 call; frames are read through a buffer, so that small ones cost no system
-call each, and a big one is read straight into its own bytes.  (The
-framing of multiprocessing.connection costs four reads per message and a
-copy of every byte through a BytesIO.)"""
+call each; the rest of a big one is read in large pieces and joined once
+(its first bytes usually came with the buffer).  (The framing of
+multiprocessing.connection costs four reads per message and a copy of
+every byte through a BytesIO.)"""
 
 import fcntl
 import os
