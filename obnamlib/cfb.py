@@ -25,6 +25,9 @@ _FUNCTIONS = ('EVP_CIPHER_CTX_new', 'EVP_CIPHER_CTX_free',
 _NAMES = {16: b'aes-128-cfb', 24: b'aes-192-cfb', 32: b'aes-256-cfb'}
 # ... and of AES on single blocks (ECB), which RFC 3394 key unwrapping uses.
 _BLOCK_NAMES = {16: b'aes-128-ecb', 24: b'aes-192-ecb', 32: b'aes-256-ecb'}
+# ... and of AES in CBC mode, which CfbMessageDecryptor uses.
+_CBC_NAMES = {16: b'aes-128-cbc', 24: b'aes-192-cbc', 32: b'aes-256-cbc'}
+_BLOCK = 16
 
 _forced_off = []    # tests switch the fast path off to test the other
 
@@ -56,20 +59,72 @@ class AesCfb:
 
 
 class _AesBlocks:
-    """AES with no chaining (no IV), for aes_block_decryptor."""
+    """AES by whole blocks, unpadded: with no chaining (ECB, no IV), or in
+    CBC mode with an IV."""
 
-    def __init__(self, key):
-        self.evp_cipher = _evp_cipher(_BLOCK_NAMES[len(key)])
+    def __init__(self, key, names=_BLOCK_NAMES, iv=None):
+        self.evp_cipher = _evp_cipher(names[len(key)])
         self.key = bytes(key)
-        self.iv = None
+        self.iv = iv
+
+
+def _block_stream(cipher, encrypt):
+    stream = _Stream(cipher, encrypt)
+    _lib.EVP_CIPHER_CTX_set_padding(stream.ctx, 0)
+    return stream
 
 
 def aes_block_decryptor(key):
     """A function decrypting whole 16-byte AES blocks with key, each on
     its own (RFC 3394 key unwrapping, in obnamlib.gpg_agent)."""
-    stream = _Stream(_AesBlocks(key), encrypt=False)
-    _lib.EVP_CIPHER_CTX_set_padding(stream.ctx, 0)
-    return stream.update
+    return _block_stream(_AesBlocks(key), encrypt=False).update
+
+
+class CfbMessageDecryptor:
+    """Whole messages in AES-CFB with one key and IV, decrypted about ten
+    times as fast as a CFB stream.
+
+    Why: a CFB plaintext block is its ciphertext block XOR the AES of
+    the ciphertext block before it, so decrypting needs no chain, yet
+    OpenSSL's CFB runs AES one block after another (~650 MB/s here).
+    Here one ECB pass gives Y[i] = AES(C[i]) for all blocks at once, and
+    a CBC decryption of Y with IV AES(iv) gives AES^-1(Y[i]) XOR Y[i-1]
+    = C[i] XOR AES(C[i-1]): the plaintext.  OpenSSL pipelines both
+    (several GB/s).  Needs blocks_available()."""
+
+    def __init__(self, key, iv):
+        self.ecb = _block_stream(_AesBlocks(key), encrypt=True)
+        self.first = self.ecb.update(iv)    # AES(iv): what block 0 uses
+        self.cbc = _block_stream(
+            _AesBlocks(key, _CBC_NAMES, self.first), encrypt=False)
+        self.used = False
+
+    def decrypt_into(self, data, out):
+        """Decrypt one whole message into the start of out (a writable
+        buffer at least as long); returns len(data)."""
+        size = len(data)
+        if len(out) < size:
+            raise ValueError('output buffer too small')
+        whole = size - size % _BLOCK
+        out = memoryview(out)
+        if whole:
+            self.ecb.update_into(data[:whole], out)
+            last = bytes(out[whole - _BLOCK:whole])
+            self._restart_cbc()
+            self.cbc.update_into(out[:whole], out)  # in place, as allowed
+        else:
+            last = self.first
+        out[whole:size] = bytes(
+            a ^ b for a, b in zip(data[whole:size], last))
+        return size
+
+    def _restart_cbc(self):
+        """Back to the IV AES(iv), keeping the key schedule."""
+        if self.used and _lib.EVP_CipherInit_ex(
+                self.cbc.ctx, _ffi.NULL, _ffi.NULL, _ffi.NULL,
+                _ffi.from_buffer(self.first), 0) != 1:
+            raise ValueError('OpenSSL could not reset the AES IV')
+        self.used = True
 
 
 def _evp_cipher(name):

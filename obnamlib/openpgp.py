@@ -327,7 +327,8 @@ class _ZeroIvDecryptor:
         if decryptor is None:
             if len(found) >= 16:
                 found.clear()
-            decryptor = found[wanted] = cls(cipher_id, key)
+            decryptor = found[wanted] = _fast_zero_iv_decryptor(
+                cipher_id, key) or cls(cipher_id, key)
         return decryptor
 
     def decrypt(self, data, into=None):
@@ -353,6 +354,28 @@ class _ZeroIvDecryptor:
         zeros = bytes(pad + self.block)
         self.decryptor.update_into(zeros, self.scratch)
         self.fed = 0
+
+
+class _FastZeroIvDecryptor:
+    """_ZeroIvDecryptor's decrypt through cfb.CfbMessageDecryptor: each
+    message is decrypted whole, so nothing carries over between them."""
+
+    def __init__(self, key):
+        self.messages = cfb.CfbMessageDecryptor(key, bytes(16))
+
+    def decrypt(self, data, into=None):
+        size = len(data)
+        buf = bytearray(size) if into is None else into(size)
+        count = self.messages.decrypt_into(data, buf)
+        return memoryview(buf)[:count]
+
+
+def _fast_zero_iv_decryptor(cipher_id, key):
+    """A _FastZeroIvDecryptor where OpenSSL can run one, else None."""
+    if CIPHERS.get(cipher_id, ('',))[0] == 'AES' and \
+            cfb.blocks_available() and len(key) == key_length(cipher_id):
+        return _FastZeroIvDecryptor(key)
+    return None
 
 
 def _decrypt_seipd(body, cipher_id, key, into=None):

@@ -84,3 +84,34 @@ def test_messages_written_directly_are_read_by_the_cipher_api(
     openpgp._ZeroIvDecryptor._local.__dict__.clear()
     for size, message in messages:
         assert openpgp.decrypt_symmetric(message, 'pass') == b'b' * size
+
+
+@pytest.mark.skipif(not cfb.blocks_available(), reason='no unpadded AES')
+@pytest.mark.parametrize('key_bytes', [16, 24, 32])
+def test_message_decryptor_gives_what_a_cfb_stream_gives(key_bytes):
+    key, iv = os.urandom(key_bytes), os.urandom(16)
+    messages = cfb.CfbMessageDecryptor(key, iv)
+    # One decryptor for many messages in a row: on and off block
+    # boundaries, shorter than a block, empty, and into a bigger buffer.
+    for size in SIZES + [31, 32, 33, 5, 0, 48]:
+        ciphertext = os.urandom(size)
+        out = bytearray(size + 7)
+        assert messages.decrypt_into(ciphertext, out) == size
+        assert bytes(out[:size]) == reference(key, iv).decryptor().update(
+            ciphertext)
+        assert out[size:] == bytes(7)
+
+
+@pytest.mark.skipif(not cfb.blocks_available(), reason='no unpadded AES')
+def test_message_decryptor_refuses_too_small_an_output_buffer():
+    messages = cfb.CfbMessageDecryptor(bytes(32), bytes(16))
+    with pytest.raises(ValueError):
+        messages.decrypt_into(b'x' * 100, bytearray(99))
+
+
+@pytest.mark.skipif(not cfb.blocks_available(), reason='no unpadded AES')
+def test_aes_messages_are_decrypted_whole_where_openssl_allows():
+    fast = openpgp._ZeroIvDecryptor.of(openpgp.AES256, bytes(32))
+    assert isinstance(fast, openpgp._FastZeroIvDecryptor)
+    cast5 = openpgp._ZeroIvDecryptor.of(3, bytes(16))
+    assert isinstance(cast5, openpgp._ZeroIvDecryptor)
