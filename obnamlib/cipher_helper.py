@@ -5,12 +5,13 @@ root, in the order asked.  It imports as little as it needs: it boots
 while the parent works."""
 
 import collections
+import mmap
 import os
 import signal
 import threading
 import traceback
 
-from obnamlib import filters
+from obnamlib import filters, reply_ring
 from obnamlib.cipher_process import described_error, seal
 from obnamlib.frame_pipe import Channel
 
@@ -18,15 +19,16 @@ from obnamlib.frame_pipe import Channel
 INBOX_BYTES = 8 << 20
 
 
-def serve(root, requests_fd, replies_fd):
+def serve(root, requests_fd, replies_fd, ring_fd=None):
     """The child: requests in order until 'stop' or end of input.  Ctrl-C
     is the parent's to handle (it stops us); anything unexpected goes to
-    the parent's log, not to the terminal."""
+    the parent's log, not to the terminal.  ring_fd: the shared memory
+    for read replies (obnamlib.reply_ring), if the parent made one."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     requests = Channel(int(requests_fd))
     replies = Channel(int(replies_fd))
     try:
-        _serve(root, requests, replies)
+        _serve(root, requests, replies, ring_fd)
     except (BrokenPipeError, EOFError):
         pass        # the parent stopped listening: nobody to tell
     except Exception:
@@ -38,11 +40,15 @@ def serve(root, requests_fd, replies_fd):
     os._exit(0)     # nothing is buffered: skip the interpreter's teardown
 
 
-def _serve(root, requests, replies):
+def _serve(root, requests, replies, ring_fd):
     from obnamlib import openpgp, vfs_local
+    ring = None
+    if ring_fd is not None:
+        ring = reply_ring.RingWriter(mmap.mmap(int(ring_fd), 0))
+        os.close(int(ring_fd))
     server = _Server(vfs_local.LocalFS(root), openpgp.SymmetricCipher(),
-                     replies)
-    inbox = _Inbox(requests)
+                     replies, ring)
+    inbox = _Inbox(requests, ring=ring)
     replies.send(('ready',))    # booted: the parent may leave work to us
     while True:
         request, parts = inbox.get()
@@ -58,10 +64,12 @@ class _Inbox:
     """The child's requests, read from the pipe by a thread of its own up
     to INBOX_BYTES ahead of the work: the pipe holds only about one chunk,
     so without this a run of big chunks to encrypt would stop the parent
-    whenever the child is a chunk behind."""
+    whenever the child is a chunk behind.  The parent's releases of the
+    reply ring are handled here, as they come, not in order of work."""
 
-    def __init__(self, requests, limit=None):
+    def __init__(self, requests, limit=None, ring=None):
         self.requests = requests
+        self.ring = ring
         self.limit = INBOX_BYTES if limit is None else limit
         self.items = collections.deque()
         self.bytes = 0
@@ -85,6 +93,9 @@ class _Inbox:
         while True:
             try:
                 request = self.requests.recv()
+                if request[0] == 'release':
+                    self.ring.release(request[1])
+                    continue
                 parts = [self.requests.frame()
                          for _ in range(request[3])] \
                     if request[0] == 'create' else []
@@ -92,8 +103,11 @@ class _Inbox:
                 request, parts = ('stop',), []
             except BaseException as e:
                 request, parts = e, []
+            last = not isinstance(request, tuple) or request[0] == 'stop'
+            if last and self.ring is not None:
+                self.ring.stop()    # a reply waiting for room is unwanted
             self._put(request, parts)
-            if not isinstance(request, tuple) or request[0] == 'stop':
+            if last:
                 return
 
     def _put(self, request, parts):
@@ -112,10 +126,11 @@ def _size(parts):
 
 class _Server:
 
-    def __init__(self, fs, cipher, replies):
+    def __init__(self, fs, cipher, replies, ring=None):
         self.fs = fs
         self.cipher = cipher
         self.replies = replies
+        self.ring = ring
         self.passphrases = {}
         self.failures = []
 
@@ -152,4 +167,8 @@ class _Server:
         except Exception:
             self.replies.send(('read', path, None))
             return
-        self.replies.send(('read', path, len(stored)), [data])
+        if self.ring is not None and self.ring.fits(len(data)):
+            where = self.ring.put(data)
+            self.replies.send(('read', path, len(stored)) + where)
+        else:
+            self.replies.send(('read', path, len(stored)), [data])

@@ -9,7 +9,8 @@ after each one, and with the backup busy in Python every hand-over costs
 a wake-up (on a virtual machine an inter-processor interrupt): measured on
 a 100 MiB backup, such a thread finished later than encrypting in line.
 A process shares no lock: the parent copies each chunk into a pipe and
-goes on.
+goes on.  What the helper reads and decrypts comes back through shared
+memory (obnamlib.reply_ring), with a short message in a pipe.
 
 The helper (obnamlib.cipher_helper) runs with the parent's interpreter and
 package.  Keys
@@ -24,7 +25,7 @@ import os
 import subprocess
 import sys
 
-from obnamlib import errors, filters
+from obnamlib import errors, filters, reply_ring
 from obnamlib.frame_pipe import Channel, new_pipe
 
 # Read-ahead requests unanswered at once, at most: the replies waiting
@@ -80,6 +81,7 @@ class CipherProcess:
         self.used = False         # whether it was sent any work
         self.booted = False       # the child said it is ready
         self.start_failed = False
+        self.ring = None          # reply_ring.RingReader, if shared
 
     @property
     def started(self):
@@ -233,11 +235,7 @@ class CipherProcess:
         if kind == 'ready':
             self.booted = True
         elif kind == 'read':
-            stored_size = reply[2]
-            got = False if stored_size is None else (
-                self.replies.frame(), stored_size)
-            if reply[1] in self.ahead:
-                self.ahead[reply[1]] = got
+            self._read_reply(*reply[1:])
         elif kind == 'failed':
             self.failure_noticed = True
         elif kind == 'synced':
@@ -249,6 +247,21 @@ class CipherProcess:
                 self.broken = 'it failed: %s' % (lines[-1] if lines else '?')
             raise EOFError(self.broken)
         return None
+
+    def _read_reply(self, path, stored_size, *in_ring):
+        """A file read ahead, its contents in the ring (in_ring: where)
+        or in the frame that follows; stored_size None: it failed."""
+        if stored_size is None:
+            got = False
+        elif in_ring:
+            data, release = self.ring.take(*in_ring)
+            if release is not None:
+                self.requests.send(('release', release))
+            got = (data, stored_size)
+        else:
+            got = (self.replies.frame(), stored_size)
+        if path in self.ahead:
+            self.ahead[path] = got
 
     def _break(self, error):
         """The child is gone: say why, with its own crash report if it
@@ -269,24 +282,30 @@ class CipherProcess:
             raise CipherProcessFailed(reason=self.broken)
         to_child, from_parent = new_pipe()
         to_parent, from_child = new_pipe()
+        ring = reply_ring.new_ring()
+        child_fds = (to_child, from_child) + (() if ring is None
+                                              else (ring[0],))
         package_parent = os.path.dirname(os.path.dirname(
             os.path.abspath(__file__)))
         argv = [sys.executable, '-I', '-c', _BOOT, package_parent,
-                self.root, str(to_child), str(from_child)]
+                self.root] + [str(fd) for fd in child_fds]
         try:
             self.proc = subprocess.Popen(
-                argv, pass_fds=(to_child, from_child),
+                argv, pass_fds=child_fds,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         except OSError as e:
-            for fd in (to_child, from_parent, to_parent, from_child):
+            for fd in (from_parent, to_parent):
                 os.close(fd)
             self.broken = str(e)
             self.start_failed = True
             raise CipherProcessFailed(reason=self.broken)
         finally:
-            if self.proc is not None:
-                os.close(to_child)
-                os.close(from_child)
+            for fd in child_fds:
+                os.close(fd)
+            if ring is not None and self.proc is None:
+                ring[1].close()
+        if ring is not None:
+            self.ring = reply_ring.RingReader(ring[1])
         self.requests = Channel(from_parent)
         self.replies = Channel(to_parent)
         _log.debug('Started the cipher helper process %d for %s',
@@ -312,6 +331,9 @@ class CipherProcess:
             self.proc.wait()
         self.proc = None
         self.broken = self.broken or 'it was stopped'
+        if self.ring is not None:
+            self.ring.close()
+            self.ring = None
 
 
 def described_error(error):

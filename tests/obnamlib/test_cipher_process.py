@@ -9,7 +9,8 @@ import sys
 import pytest
 
 import obnamlib.vfs_local
-from obnamlib import cipher_process, errors, filters, openpgp, repo_fs
+from obnamlib import (
+    cipher_process, errors, filters, openpgp, reply_ring, repo_fs)
 from obnamlib.fmt_6 import chunk_store, chunk_writer
 from tests.obnamlib.test_repo_fs import PassphraseTable
 
@@ -434,4 +435,51 @@ def test_few_files_start_no_helper_unless_reads_are_expected(tmp_path):
     assert [fs.read_file(path) for path in paths] == [
         payload(i, 5000) for i in range(10)]
     assert fs.cipher.decrypted == 10
+    fs.close()
+
+
+def test_replies_come_around_a_small_shared_ring(tmp_path, monkeypatch):
+    monkeypatch.setattr(reply_ring, 'RING_BYTES', 64 * 1024)
+    monkeypatch.setattr(repo_fs, 'READ_AHEAD_AFTER', 0)
+    # 16384 is the most a 64 KiB ring takes; bigger come by the pipe.
+    sizes = [5000, 0, 16384, 16385, 70000, 1] * 20     # ~6 times around
+    fs = encrypted_fs(tmp_path)
+    for i, size in enumerate(sizes):
+        fs.create_file(path_of(i), payload(i, size))
+    paths = [path_of(i) for i in range(len(sizes))]
+    fs = encrypted_fs(tmp_path)
+    fs.read_ahead(paths)
+    assert [fs.read_file(path) for path in paths] == [
+        payload(i, size) for i, size in enumerate(sizes)]
+    assert fs.cipher.decrypted == 0
+    ring = fs.seal_helper().ring
+    assert ring.taken > 5 * ring.size       # went around, released
+    fs.close()
+
+
+def test_closing_with_a_full_ring_ends_the_helper_quietly(
+        tmp_path, capfd, monkeypatch):
+    monkeypatch.setattr(reply_ring, 'RING_BYTES', 64 * 1024)
+    monkeypatch.setattr(repo_fs, 'READ_AHEAD_AFTER', 0)
+    paths = stored_files(tmp_path, 100, size=10000)
+    fs = encrypted_fs(tmp_path)
+    fs.read_ahead(paths)
+    assert fs.read_file(paths[0]) == payload(0, 10000)
+    proc = fs.seal_helper().proc
+    fs.close()
+    assert proc.returncode == 0     # ended, not killed after STOP_WAIT
+    assert capfd.readouterr().err == ''
+
+
+def test_without_shared_memory_replies_come_through_the_pipe(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(reply_ring, 'new_ring', lambda size=None: None)
+    monkeypatch.setattr(repo_fs, 'READ_AHEAD_AFTER', 0)
+    paths = stored_files(tmp_path, 30)
+    fs = encrypted_fs(tmp_path)
+    fs.read_ahead(paths)
+    assert [fs.read_file(path) for path in paths] == [
+        payload(i, 5000) for i in range(30)]
+    assert fs.seal_helper().ring is None
+    assert fs.cipher.decrypted == 0
     fs.close()

@@ -1,0 +1,37 @@
+"""obnamlib.cipher_helper's inbox: the parent's releases of the reply
+ring take effect as they come, and the end of the requests stops a reply
+that waits for room in the ring."""
+
+import mmap
+import os
+
+from obnamlib import cipher_helper, reply_ring
+from obnamlib.frame_pipe import Channel
+
+
+def inbox_with_ring():
+    read_end, write_end = os.pipe()
+    ring = reply_ring.RingWriter(mmap.mmap(-1, 4096))
+    inbox = cipher_helper._Inbox(Channel(read_end), ring=ring)
+    return inbox, Channel(write_end), ring
+
+
+def test_releases_reach_the_ring_and_are_not_work():
+    inbox, parent, ring = inbox_with_ring()
+    parent.send(('release', 1234))
+    parent.send(('sync',))
+    assert inbox.get() == (('sync',), [])   # after the release, in order
+    assert ring.released == 1234
+    assert not inbox.items
+    parent.close()
+
+
+def test_the_end_of_requests_stops_the_ring_first():
+    inbox, parent, ring = inbox_with_ring()
+    parent.send(('stop',))
+    assert inbox.get() == (('stop',), [])
+    assert ring.stopping
+    inbox, parent, ring = inbox_with_ring()
+    parent.close()      # end of input: the same
+    assert inbox.get() == (('stop',), [])
+    assert ring.stopping
