@@ -93,11 +93,12 @@ class CfbMessageDecryptor:
     (several GB/s).  Needs blocks_available()."""
 
     def __init__(self, key, iv):
+        if len(iv) != _BLOCK:
+            raise ValueError('an AES IV is 16 bytes')
         self.ecb = _block_stream(_AesBlocks(key), encrypt=True)
         self.first = self.ecb.update(iv)    # AES(iv): what block 0 uses
         self.cbc = _block_stream(
             _AesBlocks(key, _CBC_NAMES, self.first), encrypt=False)
-        self.used = False
 
     def decrypt_into(self, data, out):
         """Decrypt one whole message into the start of out (a writable
@@ -106,7 +107,7 @@ class CfbMessageDecryptor:
         if len(out) < size:
             raise ValueError('output buffer too small')
         whole = size - size % _BLOCK
-        out = memoryview(out)
+        data, out = memoryview(data), memoryview(out)
         if whole:
             self.ecb.update_into(data[:whole], out)
             last = bytes(out[whole - _BLOCK:whole])
@@ -120,11 +121,10 @@ class CfbMessageDecryptor:
 
     def _restart_cbc(self):
         """Back to the IV AES(iv), keeping the key schedule."""
-        if self.used and _lib.EVP_CipherInit_ex(
+        if _lib.EVP_CipherInit_ex(
                 self.cbc.ctx, _ffi.NULL, _ffi.NULL, _ffi.NULL,
                 _ffi.from_buffer(self.first), 0) != 1:
             raise ValueError('OpenSSL could not reset the AES IV')
-        self.used = True
 
 
 def _evp_cipher(name):

@@ -1,7 +1,7 @@
 """The helper process of obnamlib.cipher_process, run as
-`python3 -I -c ... serve(root, requests_fd, replies_fd)`: it seals and
-creates files, and reads and unwraps files ahead, for one repository
-root, in the order asked.  It imports as little as it needs: it boots
+`python3 -I -c ... serve(root, requests_fd, replies_fd[, ring_fd])`:
+it seals and creates files, and reads and unwraps files ahead, for one
+repository root, in the order asked.  It imports as little as it needs: it boots
 while the parent works."""
 
 import collections
@@ -44,8 +44,12 @@ def _serve(root, requests, replies, ring_fd):
     from obnamlib import openpgp, vfs_local
     ring = None
     if ring_fd is not None:
-        ring = reply_ring.RingWriter(mmap.mmap(int(ring_fd), 0))
-        os.close(int(ring_fd))
+        try:
+            ring = reply_ring.RingWriter(mmap.mmap(int(ring_fd), 0))
+        except (OSError, ValueError):
+            pass        # replies go through the pipe (the parent reads both)
+        finally:
+            os.close(int(ring_fd))
     server = _Server(vfs_local.LocalFS(root), openpgp.SymmetricCipher(),
                      replies, ring)
     inbox = _Inbox(requests, ring=ring)

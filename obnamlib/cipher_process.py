@@ -113,7 +113,9 @@ class CipherProcess:
 
     def create(self, path, parts, passphrase=None):
         """Have the child create path exclusively, with the parts sealed
-        with passphrase (None: the parts are the stored bytes)."""
+        with passphrase (None: the parts are the stored bytes).  What was
+        read ahead is taken first: no data is ever queued behind a reply
+        that waits for room in the ring (reply_ring's no-deadlock rule)."""
         self._forget_ahead()
         key_id = None if passphrase is None else self._key_id(passphrase)
         self._send(('create', path, key_id, len(parts)), parts)
@@ -256,7 +258,10 @@ class CipherProcess:
         elif in_ring:
             data, release = self.ring.take(*in_ring)
             if release is not None:
-                self.requests.send(('release', release))
+                try:
+                    self.requests.send(('release', release))
+                except OSError:
+                    pass    # it is gone: its crash report may follow
             got = (data, stored_size)
         else:
             got = (self.replies.frame(), stored_size)

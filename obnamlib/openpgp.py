@@ -88,11 +88,16 @@ def block_size(cipher_id):
         else 8
 
 
+def _openssl_aes(cipher_id, key):
+    """Whether obnamlib.cfb can run this cipher with this key."""
+    return (CIPHERS.get(cipher_id, ('',))[0] == 'AES' and cfb.available()
+            and len(key) == key_length(cipher_id))
+
+
 def _cfb(cipher_id, key, iv):
     """A CFB cipher: AES straight from OpenSSL where we can (obnamlib.cfb:
     much cheaper to load), else cryptography's Cipher API."""
-    if CIPHERS.get(cipher_id, ('',))[0] == 'AES' and cfb.available() and \
-            len(key) == key_length(cipher_id):
+    if _openssl_aes(cipher_id, key):
         return cfb.AesCfb(key, iv)
     from cryptography.hazmat.primitives.ciphers import Cipher, modes
     with warnings.catch_warnings():
@@ -372,10 +377,12 @@ class _FastZeroIvDecryptor:
 
 def _fast_zero_iv_decryptor(cipher_id, key):
     """A _FastZeroIvDecryptor where OpenSSL can run one, else None."""
-    if CIPHERS.get(cipher_id, ('',))[0] == 'AES' and \
-            cfb.blocks_available() and len(key) == key_length(cipher_id):
+    if not (_openssl_aes(cipher_id, key) and cfb.blocks_available()):
+        return None
+    try:
         return _FastZeroIvDecryptor(key)
-    return None
+    except ValueError:      # this OpenSSL lacks AES in ECB or CBC mode
+        return None
 
 
 def _decrypt_seipd(body, cipher_id, key, into=None):

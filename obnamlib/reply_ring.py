@@ -17,7 +17,10 @@ out, and whenever it has taken an eighth of the ring since it last said
 so, it sends ('release', mark): the helper may reuse everything before
 mark.  This cannot deadlock: when obnam waits for a reply, it has taken
 every reply sent, so less than an eighth of the ring is held, and a
-reply (a quarter at most, plus at most as much skipped) fits.
+reply (a quarter at most, plus at most as much skipped) fits.  And the
+helper always reads the releases: obnam takes every reply due before it
+sends data to be encrypted (CipherProcess.create), so the helper's
+inbox is never full of such data while a reply waits for room.
 """
 
 import mmap
@@ -25,6 +28,9 @@ import os
 import threading
 
 RING_BYTES = 32 << 20
+_MFD_CLOEXEC = getattr(os, 'MFD_CLOEXEC', 1)
+# Linux 6.3 and later warn about (or refuse) a memfd that could be run.
+_MFD_NOEXEC_SEAL = 8
 
 
 def new_ring(size=None):
@@ -34,9 +40,14 @@ def new_ring(size=None):
     create = getattr(os, 'memfd_create', None)
     if create is None:
         return None
-    try:
-        fd = create('obnam-replies', getattr(os, 'MFD_CLOEXEC', 1))
-    except OSError:
+    fd = None
+    for flags in (_MFD_CLOEXEC | _MFD_NOEXEC_SEAL, _MFD_CLOEXEC):
+        try:
+            fd = create('obnam-replies', flags)
+            break
+        except OSError:     # EINVAL: a kernel before 6.3 (no NOEXEC_SEAL)
+            continue
+    if fd is None:
         return None
     try:
         os.ftruncate(fd, size)

@@ -110,7 +110,27 @@ def test_message_decryptor_refuses_too_small_an_output_buffer():
 
 
 @pytest.mark.skipif(not cfb.blocks_available(), reason='no unpadded AES')
+def test_message_decryptor_refuses_an_iv_that_is_not_a_block():
+    with pytest.raises(ValueError):
+        cfb.CfbMessageDecryptor(bytes(32), bytes(8))
+
+
+@pytest.mark.skipif(not cfb.blocks_available(), reason='no unpadded AES')
+def test_without_aes_blocks_in_openssl_the_cfb_stream_is_used(monkeypatch):
+    openpgp._ZeroIvDecryptor._local.__dict__.clear()
+    monkeypatch.setattr(cfb, '_CBC_NAMES', {32: b'aes-256-no-such-mode'})
+    with pytest.raises(ValueError):
+        cfb.CfbMessageDecryptor(bytes(32), bytes(16))
+    decryptor = openpgp._ZeroIvDecryptor.of(openpgp.AES256, bytes(32))
+    assert not isinstance(decryptor, openpgp._FastZeroIvDecryptor)
+    message = openpgp.encrypt_symmetric(b'still read', 'pass')
+    assert openpgp.decrypt_symmetric(message, 'pass') == b'still read'
+    openpgp._ZeroIvDecryptor._local.__dict__.clear()
+
+
+@pytest.mark.skipif(not cfb.blocks_available(), reason='no unpadded AES')
 def test_aes_messages_are_decrypted_whole_where_openssl_allows():
+    openpgp._ZeroIvDecryptor._local.__dict__.clear()
     fast = openpgp._ZeroIvDecryptor.of(openpgp.AES256, bytes(32))
     assert isinstance(fast, openpgp._FastZeroIvDecryptor)
     cast5 = openpgp._ZeroIvDecryptor.of(3, bytes(16))

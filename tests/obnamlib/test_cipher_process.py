@@ -459,6 +459,7 @@ def test_replies_come_around_a_small_shared_ring(tmp_path, monkeypatch):
 
 def test_closing_with_a_full_ring_ends_the_helper_quietly(
         tmp_path, capfd, monkeypatch):
+    monkeypatch.setattr(cipher_process, 'STOP_WAIT', 10)
     monkeypatch.setattr(reply_ring, 'RING_BYTES', 64 * 1024)
     monkeypatch.setattr(repo_fs, 'READ_AHEAD_AFTER', 0)
     paths = stored_files(tmp_path, 100, size=10000)
@@ -482,4 +483,25 @@ def test_without_shared_memory_replies_come_through_the_pipe(
         payload(i, 5000) for i in range(30)]
     assert fs.seal_helper().ring is None
     assert fs.cipher.decrypted == 0
+    fs.close()
+
+
+def test_a_crash_report_behind_ring_replies_is_not_lost(
+        tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(reply_ring, 'RING_BYTES', 64 * 1024)
+    monkeypatch.setattr(repo_fs, 'READ_AHEAD_AFTER', 0)
+    paths = stored_files(tmp_path, 6, size=10000)     # fit the ring
+    fs = encrypted_fs(tmp_path)
+    writer = sealing_writer(fs)
+    fs.read_ahead(paths)
+    helper = fs.seal_helper()
+    helper._send(('no such request',))
+    helper.proc.wait()      # it has replied, reported and ended
+    # Taking replies releases ring space: sends that now fail.
+    assert fs.read_file(paths[0]) == payload(0, 10000)
+    with pytest.raises(cipher_process.CipherProcessFailed) as raised:
+        fs.create_file(path_of(99), b'more')
+        writer.flush()
+    assert 'AttributeError' in str(raised.value)
+    assert 'Traceback' in caplog.text
     fs.close()

@@ -99,6 +99,14 @@ def test_a_ring_with_room_ignores_stop():
 def test_a_writer_waiting_for_room_gives_up_when_stopped():
     writer, _ = full_ring()
     failed = []
+    waiting = threading.Event()
+    wait = writer.changed.wait
+
+    def wait_and_say_so():
+        waiting.set()
+        return wait()
+
+    writer.changed.wait = wait_and_say_so
 
     def put_one_more():
         try:
@@ -108,7 +116,8 @@ def test_a_writer_waiting_for_room_gives_up_when_stopped():
 
     thread = threading.Thread(target=put_one_more)
     thread.start()
-    writer.stop()
+    assert waiting.wait(60)     # it waits for room ...
+    writer.stop()               # ... until told to give up
     thread.join(60)
     assert len(failed) == 1
 
@@ -119,6 +128,18 @@ def test_the_reader_releases_every_eighth_of_the_ring():
     assert reader.take(100, 511, 511)[1] is None
     assert reader.take(511, 512, 512) == (bytes(1), 512)   # SIZE // 8
     assert reader.take(512, 600, 600)[1] is None
+
+
+def test_without_memfd_there_is_no_ring(monkeypatch):
+    monkeypatch.delattr(os, 'memfd_create', raising=False)
+    assert reply_ring.new_ring(8192) is None
+
+
+def test_a_memfd_refused_gives_no_ring(monkeypatch):
+    def refuse(name, flags=0):
+        raise OSError(13, 'Permission denied')
+    monkeypatch.setattr(os, 'memfd_create', refuse)
+    assert reply_ring.new_ring(8192) is None
 
 
 def test_only_replies_of_up_to_a_quarter_of_the_ring_go_in_it():
