@@ -115,8 +115,11 @@ class CfbMessageDecryptor:
             self.cbc.update_into(out[:whole], out)  # in place, as allowed
         else:
             last = self.first
-        out[whole:size] = bytes(
-            a ^ b for a, b in zip(data[whole:size], last))
+        tail = size - whole
+        if tail:
+            out[whole:size] = (
+                int.from_bytes(data[whole:size], 'big') ^
+                int.from_bytes(last[:tail], 'big')).to_bytes(tail, 'big')
         return size
 
     def _restart_cbc(self):
