@@ -85,8 +85,7 @@ def socket_path(gnupghome=None):
     """The agent's socket: in the GnuPG home itself unless the system has
     a runtime directory for it, where gpgconf knows it; None if there is
     no socket (no agent running: gpg will start one)."""
-    home = gnupghome or os.environ.get('GNUPGHOME') or \
-        os.path.expanduser('~/.gnupg')
+    home = gpg.home_dir(gnupghome)
     path = os.path.join(home, 'S.gpg-agent')
     if not os.path.exists(path):
         path = _gpgconf_socket(home)
@@ -111,10 +110,18 @@ def decrypt_many(messages, subkeys, gnupghome=None):
     path = socket_path(gnupghome)
     if not subkeys or path is None or not cfb.blocks_available():
         return plains
+    with gpg.home_turn(gnupghome):
+        _decrypt_through(path, messages, subkeys, plains)
+    return [plain if plain is not None and len(plain) <= gpg.MAX_PLAINTEXT
+            else None for plain in plains]
+
+
+def _decrypt_through(path, messages, subkeys, plains):
+    """Fill in plains with what the agent at path decrypts."""
     try:
         agent = Agent(path)
     except (OSError, AgentError):
-        return plains
+        return
     try:
         for i, message in enumerate(messages):
             try:
@@ -126,8 +133,6 @@ def decrypt_many(messages, subkeys, gnupghome=None):
         pass            # rest is gpg's too (which words any error)
     finally:
         agent.close()
-    return [plain if plain is not None and len(plain) <= gpg.MAX_PLAINTEXT
-            else None for plain in plains]
 
 
 def decrypt(agent, message, subkeys):

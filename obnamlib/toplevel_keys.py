@@ -160,8 +160,8 @@ class ToplevelKeys:
         if self.encrypt_with is None:
             return
         if self.repository_is_encrypted():
-            # gpg runs for the keys and for this check go on side by side
-            # while the command starts; writing waits for the check
+            # this check, then the keys' decryption, go on while the
+            # command starts; writing waits for the check
             with self.lock:
                 self.secret_check = self._pool().submit(
                     gpg.require_secret_key, self.encrypt_with,

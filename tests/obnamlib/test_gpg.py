@@ -1,4 +1,7 @@
+import concurrent.futures
 import os
+import shutil
+import threading
 
 import pytest
 
@@ -239,3 +242,54 @@ def test_decrypt_many_refuses_a_huge_plaintext_without_hanging(gpg_home):
     messages = [gpg.encrypt_to_keyring(huge, alice),
                 gpg.encrypt_to_keyring(b'small', alice)]
     assert gpg.decrypt_many(messages, gpg_home.path) == [None, b'small']
+
+
+def _logging_gpg(tmp_path, monkeypatch):
+    """Point gpg.GPG at a wrapper that logs when each real gpg run starts
+    and ends; returns the log's path."""
+    log = tmp_path / 'runs'
+    wrapper = tmp_path / 'gpg'
+    wrapper.write_text('#!/bin/sh\necho start >> "%s"\n"%s" "$@"\nrc=$?\n'
+                       'echo end >> "%s"\nexit $rc\n'
+                       % (log, shutil.which('gpg'), log))
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(gpg, 'GPG', str(wrapper))
+    return log
+
+
+def test_gpg_runs_in_one_home_one_at_a_time(tmp_path, monkeypatch):
+    """gpg-agent stores a key from gpg 1.x's secring.gpg anew on its
+    first use, and a gpg decrypting beside that may find no secret key:
+    threads decrypting at once in a fresh import of Obnam 1.x's keys all
+    succeed, and their gpg runs never overlap."""
+    log = _logging_gpg(tmp_path, monkeypatch)
+    with GpgHome('gt') as home:
+        home.import_reference()
+        public = gpg.export_public_key(REFERENCE_KEY, home.path)
+        messages = [gpg.encrypt_to_keyring(b'%d' % i * 32, public)
+                    for i in range(4)]
+        log.unlink()
+        start = threading.Barrier(3)
+
+        def alone(message):
+            start.wait()
+            return gpg.decrypt(message, home.path)
+
+        def together(messages):
+            start.wait()
+            return gpg.decrypt_many(messages, home.path)
+
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            runs = [pool.submit(alone, messages[0]),
+                    pool.submit(alone, messages[1]),
+                    pool.submit(together, messages[2:])]
+            got = [run.result() for run in runs]
+    assert got == [b'0' * 32, b'1' * 32, [b'2' * 32, b'3' * 32]]
+    assert log.read_text().split() == ['start', 'end'] * 3
+
+
+def test_a_home_turn_is_one_lock_per_directory(tmp_path, monkeypatch):
+    monkeypatch.setenv('GNUPGHOME', str(tmp_path))
+    os.symlink(str(tmp_path), str(tmp_path / 'link'))
+    assert gpg.home_turn() is gpg.home_turn(str(tmp_path / 'link'))
+    assert gpg.home_turn() is not gpg.home_turn(str(tmp_path / 'other'))

@@ -131,3 +131,19 @@ def test_a_tampered_message_gives_none_and_the_rest_goes_on(gpg_home):
     got = gpg_agent.decrypt_many([good, tampered, good], subkeys,
                                  gpg_home.path)
     assert got == [b'gh' * 32, None, b'gh' * 32]
+
+
+def test_the_agent_is_asked_in_the_homes_turn(gpg_home, monkeypatch):
+    """Not beside a gpg run in the same home (see gpg.home_turn)."""
+    _start_agent(gpg_home)
+    alice = gpg.export_public_key(gpg_home.keys['Alice'], gpg_home.path)
+    message = gpg.encrypt_to_keyring(b'ab' * 32, alice)
+    subkeys = _listing(gpg_home, gpg_home.keys['Alice'])
+    held = []
+    real_decrypt = gpg_agent.decrypt
+    monkeypatch.setattr(gpg_agent, 'decrypt', lambda *args: (
+        held.append(gpg.home_turn(gpg_home.path).locked()),
+        real_decrypt(*args))[1])
+    assert gpg_agent.decrypt_many([message], subkeys, gpg_home.path) == [
+        b'ab' * 32]
+    assert held == [True]
