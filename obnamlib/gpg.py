@@ -86,13 +86,15 @@ def run(args, data=b'', gnupghome=None, passphrase=None):
 
 
 def _shown_home(gnupghome):
+    """The GnuPG home gpg uses for gnupghome (None: gpg's default), as
+    people write it."""
     return gnupghome or os.environ.get('GNUPGHOME') or '~/.gnupg'
 
 
 def home_dir(gnupghome=None):
-    """The GnuPG home gpg uses for gnupghome (None: gpg's default)."""
-    return gnupghome or os.environ.get('GNUPGHOME') or \
-        os.path.expanduser('~/.gnupg')
+    """The GnuPG home gpg uses for gnupghome, as a path (gpg expands a
+    leading ~ itself)."""
+    return os.path.expanduser(_shown_home(gnupghome))
 
 
 # --- one user of a GnuPG home at a time -------------------------------------
