@@ -112,9 +112,13 @@ class ToolRun:
             return result
         finally:
             shutil.rmtree(target, ignore_errors=True)
-            os.sync()   # nor the next tool's restore
 
     def _measure(self, argv, cwd=None):
+        # Write back, untimed, what earlier commands left dirty (the
+        # mutated corpus, another tool's repository or deleted restore):
+        # obnam ends a backup with syncfs, borg and restic fsync, and each
+        # must pay for its own writes only.
+        os.sync()
         before = self.sshd.server_cpu_seconds() if self.sshd else None
         wall, cpu, rss = run_measured(argv, env=self.tool.env, cwd=cwd)
         server = None

@@ -160,3 +160,29 @@ def test_a_repository_that_cannot_be_made_is_reported(tmp_path):
     assert borg['first'] == {
         'error': 'skipped: creating the repository failed: exit 2: no room'}
     assert '-- plain borg create repository\n   exit 2: no room\n' in p.stdout
+
+
+def test_each_measured_command_starts_with_nothing_left_to_write_back(
+        monkeypatch, tmp_path):
+    """obnam's syncfs at the end of a backup would otherwise write back
+    the mutated corpus or the previous tool's repository, in its time."""
+    import lib_steps
+    events = []
+    monkeypatch.setattr(lib_steps.os, 'sync', lambda: events.append('sync'))
+
+    def fake_run(argv, env=None, cwd=None):
+        events.append('run %s' % argv[0])
+        return 1.0, 1.0, 1000
+    monkeypatch.setattr(lib_steps, 'run_measured', fake_run)
+
+    class Tool:
+        name, mode, program, sshd, env = 'fake', 'plain', 'true', None, None
+        repo_path = str(tmp_path)
+
+        def backup_command(self, corpus):
+            return ['backup-' + corpus]
+    run = lib_steps.ToolRun(Tool(), str(tmp_path))
+    run.run('first', 'c')
+    run.run('mutate', 'c')
+    assert events == ['sync', 'run backup-c', 'sync', 'run backup-c']
+    assert run.results['mutate'].wall == 1.0
