@@ -9,14 +9,19 @@ there is stopped afterwards.  `gnupghome=None` means gpg's default
 ($GNUPGHOME or ~/.gnupg).
 """
 
+import fcntl
+import logging
 import os
 import select
 import shutil
 import subprocess
 import tempfile
 import threading
+import time
 
 from obnamlib import errors, openpgp, openpgp_packets
+
+_log = logging.getLogger(__name__)
 
 GPG = 'gpg'
 PUBLIC_KEY = 6
@@ -101,11 +106,15 @@ def home_dir(gnupghome=None):
 
 _turns = {}
 _turns_guard = threading.Lock()
+# Seconds to wait for another process's turn in a GnuPG home before
+# running beside it (a gpg waiting for a passphrase in another obnam
+# must not stop a backup from cron for good).
+HOME_WAIT = 30
 
 
 def home_turn(gnupghome=None):
-    """The lock held by whatever in this process runs gpg, or talks to
-    gpg-agent, in a GnuPG home.
+    """The turn held by whatever runs gpg, or talks to gpg-agent, in a
+    GnuPG home: a context manager, one per home directory.
 
     Why: the first time gpg-agent uses a secret key imported from gpg
     1.x's secring.gpg (the keys Obnam 1.x users have), it stores the key
@@ -115,7 +124,64 @@ def home_turn(gnupghome=None):
     first use, 0 of 60."""
     home = os.path.realpath(home_dir(gnupghome))
     with _turns_guard:
-        return _turns.setdefault(home, threading.Lock())
+        return _turns.setdefault(home, _HomeTurn(home))
+
+
+class _HomeTurn:
+    """Threads of this process take turns by a lock, processes by
+    flock(2) on the home directory itself, so nothing is written there.
+    The flock is best effort: a home that cannot be opened (not made
+    yet) or locked (a file system without locks) has the first only,
+    and after HOME_WAIT seconds we go on beside the other process."""
+
+    def __init__(self, home):
+        self.home = home
+        self.lock = threading.Lock()
+        self.fd = None
+
+    def locked(self):
+        return self.lock.locked()
+
+    def __enter__(self):
+        self.lock.acquire()
+        try:
+            self.fd = _locked_directory(self.home, HOME_WAIT)
+        except BaseException:
+            self.lock.release()
+            raise
+        return self
+
+    def __exit__(self, *exc_info):
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            os.close(fd)        # which releases the flock
+        self.lock.release()
+
+
+def _locked_directory(path, wait):
+    """An fd of directory path with an exclusive flock on it, or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    deadline = time.monotonic() + wait
+    pause = 0.001
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                _log.warning('GnuPG home %s is still in use by another '
+                             'process after %s s: going on beside it',
+                             path, wait)
+                break
+        except OSError:
+            break
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+    os.close(fd)
+    return None
 
 
 # --- the user's keyring -----------------------------------------------------

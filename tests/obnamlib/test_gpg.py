@@ -1,6 +1,8 @@
 import concurrent.futures
 import os
 import shutil
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -286,6 +288,58 @@ def test_gpg_runs_in_one_home_one_at_a_time(tmp_path, monkeypatch):
             got = [run.result() for run in runs]
     assert got == [b'0' * 32, b'1' * 32, [b'2' * 32, b'3' * 32]]
     assert log.read_text().split() == ['start', 'end'] * 3
+
+
+_TRY_FLOCK = (
+    'import fcntl, os, sys\n'
+    'fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)\n'
+    'try:\n'
+    '    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n'
+    'except BlockingIOError:\n'
+    '    sys.exit(3)\n')
+
+
+def _another_process_can_lock(home):
+    code = subprocess.run(
+        [sys.executable, '-c', _TRY_FLOCK, str(home)]).returncode
+    assert code in (0, 3)
+    return code == 0
+
+
+def test_a_home_turn_keeps_other_processes_out(tmp_path):
+    """Two obnam commands at once on a fresh import race in gpg-agent as
+    two threads do: the turn is a flock on the home directory too."""
+    turn = gpg.home_turn(str(tmp_path))
+    with turn:
+        assert turn.locked()
+        assert not _another_process_can_lock(tmp_path)
+    assert not turn.locked()
+    assert _another_process_can_lock(tmp_path)
+    assert os.listdir(str(tmp_path)) == []      # nothing written there
+
+
+def test_a_home_held_too_long_by_another_process_is_used_beside_it(
+        tmp_path, monkeypatch, caplog):
+    holder = subprocess.Popen(
+        [sys.executable, '-c', _TRY_FLOCK + 'print("held", flush=True)\n'
+         'sys.stdin.read()\n', str(tmp_path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == 'held\n'
+        monkeypatch.setattr(gpg, 'HOME_WAIT', 0)
+        with gpg.home_turn(str(tmp_path)) as turn:
+            assert turn.locked()
+    finally:
+        holder.communicate('')
+    assert holder.returncode == 0
+    assert 'is still in use by another process after 0 s' in caplog.text
+
+
+def test_a_home_not_made_yet_has_the_threads_turn_only(tmp_path):
+    turn = gpg.home_turn(str(tmp_path / 'none'))
+    with turn:
+        assert turn.locked()
+    assert not turn.locked()
 
 
 def test_a_home_turn_is_one_lock_per_directory(tmp_path, monkeypatch):
