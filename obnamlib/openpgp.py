@@ -53,6 +53,9 @@ S2K_ITERATED = 3
 # Coded count 0 = 1024 bytes hashed: the passphrase already has 256 bits
 # of entropy, so stretching it buys nothing.
 WRITE_S2K_COUNT_CODE = 0
+# Session keys SymmetricCipher remembers, at most (a repository written
+# by many processes has many salts).
+SESSION_KEYS_KEPT = 256
 
 _MDC_HEADER = b'\xd3\x14'
 _log = logging.getLogger(__name__)
@@ -474,6 +477,7 @@ class SymmetricCipher:
 
     def __init__(self):
         self.cache = S2KCache()
+        self.session_keys = {}      # (passphrase, SKESK body) -> key
         self.write_keys = {}
         self.lock = threading.Lock()
 
@@ -533,7 +537,7 @@ class SymmetricCipher:
             tag, body, pos = read_packet(data, pos)
             if tag == SKESK:
                 if key is None:
-                    cipher_id, key = _skesk_key(body, passphrase, self.cache)
+                    cipher_id, key = self._session_key(body, passphrase)
             elif tag == MARKER:
                 continue
             elif tag in (SEIPD, SED):
@@ -552,6 +556,19 @@ class SymmetricCipher:
                 raise OpenPgpFormatError(
                     reason='unexpected packet %d before encrypted data' % tag)
         raise OpenPgpFormatError(reason='no encrypted data packet')
+
+    def _session_key(self, body, passphrase):
+        """_skesk_key, remembered: the files one process wrote share
+        one SKESK packet (one salt per toplevel key), and a restore
+        reads thousands of them."""
+        wanted = (passphrase, bytes(body))
+        found = self.session_keys.get(wanted)
+        if found is None:
+            found = _skesk_key(body, passphrase, self.cache)
+            if len(self.session_keys) >= SESSION_KEYS_KEPT:
+                self.session_keys.clear()
+            self.session_keys[wanted] = found
+        return found
 
     def _content(self, plain, tag):
         try:

@@ -48,6 +48,26 @@ def test_key_is_derived_once_per_passphrase(cipher):
     assert len(cipher.cache.keys) == 2
 
 
+def test_a_session_key_is_found_once_per_skesk_and_passphrase(
+        cipher, monkeypatch):
+    writer = openpgp.SymmetricCipher()
+    messages = [writer.encrypt(b'%d' % i, PASSPHRASE) for i in range(3)]
+    other = openpgp.SymmetricCipher().encrypt(b'x', PASSPHRASE)   # new salt
+    found = []
+    real = openpgp._skesk_key
+    monkeypatch.setattr(openpgp, '_skesk_key', lambda body, passphrase,
+                        cache: found.append(1) or real(body, passphrase, cache))
+    assert [cipher.decrypt(m, PASSPHRASE) for m in messages] == [
+        b'0', b'1', b'2']
+    assert cipher.decrypt(other, PASSPHRASE) == b'x'
+    assert len(found) == 2
+    with pytest.raises(openpgp.DecryptionFailed):   # not the cached key
+        cipher.decrypt(messages[0], 'wrong')
+    monkeypatch.setattr(openpgp, 'SESSION_KEYS_KEPT', 2)
+    cipher.decrypt(writer.encrypt(b'y', 'third'), 'third')
+    assert len(cipher.session_keys) == 1     # full: started afresh
+
+
 def test_written_packets(cipher):
     data = cipher.encrypt(b'hello', PASSPHRASE)
     packets = list(openpgp_packets.iter_packets(data))
