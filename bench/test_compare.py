@@ -186,3 +186,19 @@ def test_each_measured_command_starts_with_nothing_left_to_write_back(
     run.run('mutate', 'c')
     assert events == ['sync', 'run backup-c', 'sync', 'run backup-c']
     assert run.results['mutate'].wall == 1.0
+
+
+def test_each_tool_runs_in_every_mode_before_the_next_tool():
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader('bench_compare', COMPARE)
+    spec = importlib.util.spec_from_loader('bench_compare', loader)
+    script = importlib.util.module_from_spec(spec)
+    loader.exec_module(script)
+    runs = {'plain': ['obnam-p', 'borg-p', 'restic-p'],
+            'encrypted': ['obnam-e', 'borg-e']}
+    assert list(script.tool_major(runs)) == [
+        ('plain', 'obnam-p'), ('encrypted', 'obnam-e'),
+        ('plain', 'borg-p'), ('encrypted', 'borg-e'),
+        ('plain', 'restic-p')]
+    assert list(script.tool_major({})) == []
