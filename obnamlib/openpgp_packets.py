@@ -24,13 +24,9 @@ class OpenPgpFormatError(errors.ObnamError):
     msg = 'Malformed OpenPGP data: {reason}'
 
 
-def _cut_short():
-    raise OpenPgpFormatError(reason='packet is cut short')
-
-
 def _need(data, pos, count):
     if pos + count > len(data):
-        _cut_short()
+        raise OpenPgpFormatError(reason='packet is cut short')
 
 
 def _old_header(data, pos, first):
@@ -46,38 +42,32 @@ def _old_header(data, pos, first):
     return tag, data[pos:pos + length], pos + length
 
 
-def _new_length(data, pos, end):
+def _new_length(data, pos):
     """(length, is_partial, new pos) of one new-format length field."""
-    if pos >= end:
-        _cut_short()
+    _need(data, pos, 1)
     first = data[pos]
     if first < 192:
         return first, False, pos + 1
     if first < 224:
-        if pos + 2 > end:
-            _cut_short()
+        _need(data, pos, 2)
         return ((first - 192) << 8) + data[pos + 1] + 192, False, pos + 2
     if first == 255:
-        if pos + 5 > end:
-            _cut_short()
+        _need(data, pos, 5)
         return struct.unpack('!I', data[pos + 1:pos + 5])[0], False, pos + 5
     return 1 << (first & 0x1f), True, pos + 1
 
 
 def _new_header(data, pos, first):
     tag = first & 0x3f
-    end = len(data)
-    length, partial, pos = _new_length(data, pos, end)
-    if pos + length > end:
-        _cut_short()
+    length, partial, pos = _new_length(data, pos)
+    _need(data, pos, length)
     if not partial:     # one definite length: every object obnam writes
         return tag, data[pos:pos + length], pos + length
     parts = [data[pos:pos + length]]
     pos += length
     while partial:
-        length, partial, pos = _new_length(data, pos, end)
-        if pos + length > end:
-            _cut_short()
+        length, partial, pos = _new_length(data, pos)
+        _need(data, pos, length)
         parts.append(data[pos:pos + length])
         pos += length
     return tag, b''.join(parts), pos
@@ -85,8 +75,7 @@ def _new_header(data, pos, first):
 
 def read_packet(data, pos=0):
     """(tag, body, position after the packet) of the packet at `pos`."""
-    if pos >= len(data):
-        _cut_short()
+    _need(data, pos, 1)
     first = data[pos]
     if not first & 0x80:
         raise OpenPgpFormatError(reason='no packet header at offset %d' % pos)
