@@ -9,8 +9,8 @@ import os
 import shutil
 import sys
 
-from lib_measure import (CommandFailed, Measurement, run_measured,
-                         run_quietly, tree_bytes)
+from lib_measure import (CommandFailed, Measurement, read_into_page_cache,
+                         run_measured, run_quietly, tree_bytes)
 
 # (key for --steps, label in tables and JSON), in the order they run.
 STEPS = (
@@ -39,6 +39,7 @@ class ToolRun:
         self.restore_dir = restore_dir or workdir
         self.broken = None
         self.results = {}
+        self.corpus = None        # the tree the steps back up
         if setup_error:
             self.results['init'] = Measurement(None, error=setup_error)
             self.broken = setup_error.splitlines()[0]
@@ -66,6 +67,7 @@ class ToolRun:
 
     def run(self, step, corpus):
         """Run one step; record and return its Measurement."""
+        self.corpus = corpus
         if self.broken:
             result = Measurement(None, error='skipped: %s' % self.broken)
         else:
@@ -117,8 +119,13 @@ class ToolRun:
         # Write back, untimed, what earlier commands left dirty (the
         # mutated corpus, another tool's repository or deleted restore):
         # obnam ends a backup with syncfs, borg and restic fsync, and each
-        # must pay for its own writes only.
+        # must pay for its own writes only.  Then read the corpus and
+        # the repository into the page cache, untimed: obnam and borg
+        # drop what they read, restic does not, so each tool would
+        # otherwise find the cache as the tool before it left it.
         os.sync()
+        read_into_page_cache(*[tree for tree in (self.corpus,
+                                                 self.tool.repo_path) if tree])
         before = self.sshd.server_cpu_seconds() if self.sshd else None
         wall, cpu, rss = run_measured(argv, env=self.tool.env, cwd=cwd)
         server = None

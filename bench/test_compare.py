@@ -169,6 +169,8 @@ def test_each_measured_command_starts_with_nothing_left_to_write_back(
     import lib_steps
     events = []
     monkeypatch.setattr(lib_steps.os, 'sync', lambda: events.append('sync'))
+    monkeypatch.setattr(lib_steps, 'read_into_page_cache',
+                        lambda *trees: events.append(('read',) + trees))
 
     def fake_run(argv, env=None, cwd=None):
         events.append('run %s' % argv[0])
@@ -184,8 +186,37 @@ def test_each_measured_command_starts_with_nothing_left_to_write_back(
     run = lib_steps.ToolRun(Tool(), str(tmp_path))
     run.run('first', 'c')
     run.run('mutate', 'c')
-    assert events == ['sync', 'run backup-c', 'sync', 'run backup-c']
+    warm = ('read', 'c', str(tmp_path))
+    assert events == ['sync', warm, 'run backup-c',
+                      'sync', warm, 'run backup-c']
     assert run.results['mutate'].wall == 1.0
+
+
+def test_reading_into_the_page_cache_reads_every_regular_file_once(
+        tmp_path):
+    """What a run reads is what an earlier tool may have dropped: the
+    regular files, not what symbolic links point to, nor devices."""
+    from lib_measure import read_into_page_cache
+    corpus, repo, outside = (tmp_path / name for name in
+                             ('corpus', 'repo', 'outside'))
+    (corpus / 'deep' / 'er').mkdir(parents=True)
+    repo.mkdir()
+    outside.mkdir()
+    (corpus / 'a').write_bytes(b'x' * 3000000)
+    (corpus / 'deep' / 'er' / 'b').write_bytes(b'y' * 7)
+    (corpus / 'empty').write_bytes(b'')
+    (repo / 'c').write_bytes(b'z' * 11)
+    (outside / 'big').write_bytes(b'w' * 100000)
+    (corpus / 'link').symlink_to(outside / 'big')
+    os.mkfifo(str(corpus / 'fifo'))
+    unreadable = corpus / 'secret'
+    unreadable.write_bytes(b's' * 5)
+    unreadable.chmod(0)
+    expected = 3000000 + 7 + 11
+    if os.access(str(unreadable), os.R_OK):     # root reads it anyway
+        expected += 5
+    assert read_into_page_cache(str(corpus), str(repo),
+                                str(tmp_path / 'missing')) == expected
 
 
 def test_each_tool_runs_in_every_mode_before_the_next_tool():
