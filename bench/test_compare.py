@@ -233,3 +233,22 @@ def test_each_tool_runs_in_every_mode_before_the_next_tool():
         ('plain', 'borg-p'), ('encrypted', 'borg-e'),
         ('plain', 'restic-p')]
     assert list(script.tool_major({})) == []
+
+
+def test_obnam_is_byte_compiled_before_it_is_measured(tmp_path, monkeypatch):
+    """Even where PYTHONDONTWRITEBYTECODE is set, as an installed package
+    is: else each command compiles what it imports."""
+    import lib_tools
+    package = tmp_path / 'obnamlib'
+    package.mkdir()
+    (package / 'mod.py').write_text('X = 1\n')
+    script = tmp_path / 'obnam'
+    script.write_text('#!%s\n' % sys.executable)
+    monkeypatch.setattr(lib_tools, 'OBNAM', str(script))
+    monkeypatch.setattr(lib_tools, 'OBNAM_PACKAGES', [str(package)])
+    monkeypatch.setenv('PYTHONDONTWRITEBYTECODE', '1')
+    assert lib_tools.compile_obnam()
+    assert [p.name for p in (package / '__pycache__').iterdir()] == [
+        'mod.%s.pyc' % sys.implementation.cache_tag]
+    (package / 'bad.py').write_text('def (\n')
+    assert not lib_tools.compile_obnam()
