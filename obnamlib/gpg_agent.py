@@ -103,20 +103,21 @@ def _gpgconf_socket(home):
     return path if out.returncode == 0 and path.startswith('/') else None
 
 
-def decrypt_many(messages, subkeys, gnupghome=None):
+def decrypt_many(messages, subkeys, gnupghome=None, each=None):
     """The plaintext of each message that the agent could help decrypt
-    (see the module's docstring), else None in its place."""
+    (see the module's docstring), else None in its place.  each(i,
+    plaintext), if given, is called as soon as message i is decrypted:
+    the caller may be waiting for the first while the rest are done."""
     plains = [None] * len(messages)
     path = socket_path(gnupghome)
     if not subkeys or path is None or not cfb.blocks_available():
         return plains
     with gpg.home_turn(gnupghome):
-        _decrypt_through(path, messages, subkeys, plains)
-    return [plain if plain is not None and len(plain) <= gpg.MAX_PLAINTEXT
-            else None for plain in plains]
+        _decrypt_through(path, messages, subkeys, plains, each)
+    return plains
 
 
-def _decrypt_through(path, messages, subkeys, plains):
+def _decrypt_through(path, messages, subkeys, plains, each=None):
     """Fill in plains with what the agent at path decrypts."""
     try:
         agent = Agent(path)
@@ -125,10 +126,14 @@ def _decrypt_through(path, messages, subkeys, plains):
     try:
         for i, message in enumerate(messages):
             try:
-                plains[i] = decrypt(agent, message, subkeys)
+                plain = decrypt(agent, message, subkeys)
             except (NotHere, openpgp.DecryptionFailed,
                     openpgp_packets.OpenPgpFormatError):
                 continue    # not for the agent, or bad: gpg says why
+            if len(plain) <= gpg.MAX_PLAINTEXT:
+                plains[i] = plain
+                if each is not None:
+                    each(i, plain)
     except Exception:   # a reply or the connection went wrong, so the
         pass            # rest is gpg's too (which words any error)
     finally:

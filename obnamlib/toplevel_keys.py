@@ -69,6 +69,17 @@ class _NotDecryptedAhead(errors.ObnamError):
     msg = 'Toplevel {toplevel}: key not decrypted ahead'
 
 
+def _order_of_need(toplevel):
+    """Commands read the client list first, then their client's tree,
+    then the shared chunk toplevels (a key decrypted ahead is settled as
+    soon as it is, so the first needed goes first)."""
+    if toplevel == 'clientlist':
+        return (0, toplevel)
+    if toplevel in SHARED_TOPLEVELS:
+        return (2, SHARED_TOPLEVELS.index(toplevel))
+    return (1, toplevel)
+
+
 def _no_key():
     """The settled Future of a toplevel without a key file."""
     run = concurrent.futures.Future()
@@ -287,15 +298,22 @@ class ToplevelKeys:
 
     def _decrypt_together(self, wanted):
         """Settle each toplevel's Future: through gpg-agent where it can
-        (no gpg process), the others in one gpg run.  A key neither
-        decrypted is _NotDecryptedAhead: it is decrypted alone when
-        asked for, which gives gpg's own error."""
-        names = list(wanted)
+        (no gpg process), each as soon as it is decrypted and in the
+        order commands need them, the others in one gpg run.  A key
+        neither decrypted is _NotDecryptedAhead: it is decrypted alone
+        when asked for, which gives gpg's own error."""
+        names = sorted(wanted, key=_order_of_need)
         plains = [None] * len(names)
+        settled = set()
+
+        def settle(i, plain):
+            settled.add(i)
+            self._settle(names[i], wanted[names[i]][1], plain)
         try:
             messages = [wanted[n][0] for n in names]
-            plains = self._decrypted_by_agent(messages)
-            rest = [i for i, plain in enumerate(plains) if plain is None]
+            plains = self._decrypted_by_agent(messages, settle)
+            rest = [i for i, plain in enumerate(plains)
+                    if plain is None and i not in settled]
             if rest:
                 by_gpg = gpg.decrypt_many([messages[i] for i in rest],
                                           self.gnupghome)
@@ -304,8 +322,9 @@ class ToplevelKeys:
         except Exception:   # every Future is settled, whatever happens
             pass
         finally:
-            for name, plain in zip(names, plains):
-                self._settle(name, wanted[name][1], plain)
+            for i, plain in enumerate(plains):
+                if i not in settled:
+                    settle(i, plain)
 
     @staticmethod
     def _settle(name, run, plain):
@@ -315,16 +334,17 @@ class ToplevelKeys:
         except Exception:   # None, or not a key: every Future is settled
             run.set_exception(_NotDecryptedAhead(toplevel=name))
 
-    def _decrypted_by_agent(self, messages):
+    def _decrypted_by_agent(self, messages, each):
         """Plaintexts (None where not) of the messages for the secret
-        keys --encrypt-with names, which its check listed."""
+        keys --encrypt-with names, which its check listed; each(i,
+        plaintext) as soon as one is decrypted."""
         if self.secret_check is None:
             return [None] * len(messages)
         try:
             listing = self.secret_check.result()
             return gpg_agent.decrypt_many(
                 messages, gpg_agent.parse_secret_listing(listing),
-                self.gnupghome)
+                self.gnupghome, each)
         except Exception:   # a failed check, or an agent problem
             return [None] * len(messages)
 

@@ -147,3 +147,17 @@ def test_the_agent_is_asked_in_the_homes_turn(gpg_home, monkeypatch):
     assert gpg_agent.decrypt_many([message], subkeys, gpg_home.path) == [
         b'ab' * 32]
     assert held == [True]
+
+
+def test_each_plaintext_is_handed_over_as_soon_as_it_is_decrypted(gpg_home):
+    _start_agent(gpg_home)
+    keyring = gpg.export_public_key(gpg_home.keys['Alice'], gpg_home.path)
+    texts = [b'%02d' % i * 32 for i in range(3)]
+    messages = [gpg.encrypt_to_keyring(text, keyring) for text in texts]
+    messages.insert(1, b'junk')
+    handed = []
+    got = gpg_agent.decrypt_many(
+        messages, _listing(gpg_home, gpg_home.keys['Alice']), gpg_home.path,
+        each=lambda i, plain: handed.append((i, plain)))
+    assert got == [texts[0], None, texts[1], texts[2]]
+    assert handed == [(0, texts[0]), (2, texts[1]), (3, texts[2])]

@@ -398,3 +398,30 @@ def test_a_failure_of_the_shared_run_never_leaves_a_key_waiting(
         thread.join(60)
         assert not thread.is_alive()    # no key left waiting for ever
     assert got == {t: t.encode() for t in toplevels}
+
+
+def test_keys_come_from_the_agent_in_order_of_need_each_when_ready(
+        tmp_path, gpg_home, monkeypatch):
+    """A command reads the client list first: its key must not wait for
+    the other toplevels' keys."""
+    toplevels = ('1234', 'chunklist', 'chunks', 'chunksums', 'clientlist')
+    _encrypted_repository(tmp_path, gpg_home, toplevels)
+    base = larch.vfs.LocalFS(str(tmp_path))
+    of_message = {base.read_file(t + '/key'): t for t in toplevels}
+    order, go_on = [], threading.Event()
+    real_decrypt = toplevel_keys.gpg_agent.decrypt
+
+    def decrypt(agent, message, subkeys):
+        order.append(of_message[bytes(message)])
+        if len(order) > 1:
+            assert go_on.wait(30)
+        return real_decrypt(agent, message, subkeys)
+    monkeypatch.setattr(toplevel_keys.gpg_agent, 'decrypt', decrypt)
+    _, writer = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
+    assert writer.read_file('clientlist/metadata') == b'clientlist'
+    assert order == ['clientlist', '1234']     # the second still waits
+    go_on.set()
+    for toplevel in toplevels:
+        assert writer.read_file(toplevel + '/metadata') == toplevel.encode()
+    assert order == ['clientlist', '1234', 'chunklist', 'chunks',
+                     'chunksums']
