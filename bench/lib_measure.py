@@ -122,15 +122,23 @@ def _tail(*files):
     return text[-TAIL:].strip()
 
 
+def _files_below(*trees):
+    """The path of every non-directory below trees (none for a tree that
+    does not exist)."""
+    for tree in trees:
+        for dirpath, _, names in os.walk(tree):
+            for name in names:
+                yield os.path.join(dirpath, name)
+
+
 def tree_bytes(path):
     """Apparent size of every file below path (0 if it does not exist)."""
     total = 0
-    for dirpath, _, names in os.walk(path):
-        for name in names:
-            try:
-                total += os.lstat(os.path.join(dirpath, name)).st_size
-            except FileNotFoundError:
-                pass
+    for name in _files_below(path):
+        try:
+            total += os.lstat(name).st_size
+        except FileNotFoundError:
+            pass
     return total
 
 
@@ -139,12 +147,7 @@ def read_into_page_cache(*trees):
     followed, unreadable files skipped); the bytes read.  obnam and borg
     drop what a backup read from the page cache and restic does not, so
     without this a tool's speed would depend on which tool ran before it."""
-    total = 0
-    for tree in trees:
-        for dirpath, _, names in os.walk(tree):
-            for name in names:
-                total += _read_through(os.path.join(dirpath, name))
-    return total
+    return sum(_read_through(path) for path in _files_below(*trees))
 
 
 def _read_through(path):
