@@ -303,17 +303,15 @@ class ToplevelKeys:
         neither decrypted is _NotDecryptedAhead: it is decrypted alone
         when asked for, which gives gpg's own error."""
         names = sorted(wanted, key=_order_of_need)
+        runs = [wanted[name][1] for name in names]
         plains = [None] * len(names)
-        settled = set()
 
         def settle(i, plain):
-            settled.add(i)
-            self._settle(names[i], wanted[names[i]][1], plain)
+            self._settle(names[i], runs[i], plain)
         try:
-            messages = [wanted[n][0] for n in names]
+            messages = [wanted[name][0] for name in names]
             plains = self._decrypted_by_agent(messages, settle)
-            rest = [i for i, plain in enumerate(plains)
-                    if plain is None and i not in settled]
+            rest = [i for i, run in enumerate(runs) if not run.done()]
             if rest:
                 by_gpg = gpg.decrypt_many([messages[i] for i in rest],
                                           self.gnupghome)
@@ -323,7 +321,7 @@ class ToplevelKeys:
             pass
         finally:
             for i, plain in enumerate(plains):
-                if i not in settled:
+                if not runs[i].done():
                     settle(i, plain)
 
     @staticmethod
