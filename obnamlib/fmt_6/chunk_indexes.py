@@ -18,8 +18,10 @@ class ChunkIndexes:
         self.fs = fs
         self.node_size = node_size
         self.list_forest = self.sums_forest = None
-        self.list_tree = self.sums_tree = None
+        self._list_tree = self._sums_tree = None
         self.writable = False
+        self.changed = False
+        self.pending = []      # (chunk id, checksum, client id) to add
 
     def _open(self, allow_writes):
         self.list_forest = forests.open_forest(
@@ -29,28 +31,44 @@ class ChunkIndexes:
             self.fs, CHUNKSUMS, keys.CHUNKSUMS_KEY_SIZE, self.node_size,
             allow_writes, forests.INDEX_CACHE_NODES)
 
+    @property
+    def list_tree(self):
+        return self._trees()[0]
+
+    @property
+    def sums_tree(self):
+        return self._trees()[1]
+
+    def _trees(self):
+        """The two trees, their forests read at the first need: a change
+        session that looks nothing up (a backup of unchanged files) never
+        reads them, nor waits for their toplevels' keys."""
+        if self.list_forest is None:
+            self._open(self.writable)
+            tree_of = forests.start_changes if self.writable \
+                else forests.newest_tree
+            self._list_tree = tree_of(self.list_forest)
+            self._sums_tree = tree_of(self.sums_forest)
+        return self._list_tree, self._sums_tree
+
     def _readers(self):
         self._flush()
-        if self.list_forest is None:
-            self._open(False)
-            self.list_tree = forests.newest_tree(self.list_forest)
-            self.sums_tree = forests.newest_tree(self.sums_forest)
-        return self.list_tree, self.sums_tree
+        return self._trees()
 
     def start_changes(self):
-        self._open(True)
-        self.list_tree = forests.start_changes(self.list_forest)
-        self.sums_tree = forests.start_changes(self.sums_forest)
+        """Begin a change session (the caller holds the indexes' lock);
+        the forests are read when first used."""
+        self.discard()
         self.writable = True
         self.changed = False
-        self.pending = []      # (chunk id, checksum, client id) to add
 
     def commit(self):
         """chunklist first, then chunksums (format-6.md §10.2); nothing is
         written when nothing changed."""
         self._flush()
-        for forest in (self.list_forest, self.sums_forest):
-            if self.changed:
+        if self.changed:
+            self._trees()
+            for forest in (self.list_forest, self.sums_forest):
                 forests.keep_only_newest_tree(forest)
                 forest.commit()
         self.discard()
@@ -58,7 +76,7 @@ class ChunkIndexes:
     def discard(self):
         self.pending = []
         self.list_forest = self.sums_forest = None
-        self.list_tree = self.sums_tree = None
+        self._list_tree = self._sums_tree = None
         self.writable = False
 
     # --- queries -------------------------------------------------------
@@ -118,15 +136,16 @@ class ChunkIndexes:
         self.pending.append((chunk_id, checksum, client_id))
 
     def _flush(self):
-        pending = getattr(self, 'pending', None)
+        pending = self.pending
         if not pending:
             return
         self.pending = []
+        list_tree, sums_tree = self._trees()
         for chunk_id, checksum, _ in sorted(pending):
-            self.list_tree.insert(keys.chunklist_key(chunk_id), checksum)
+            list_tree.insert(keys.chunklist_key(chunk_id), checksum)
         for checksum, chunk_id, client_id in sorted(
                 (c, i, u) for i, c, u in pending):
-            self.sums_tree.insert(
+            sums_tree.insert(
                 keys.chunksums_key(checksum, chunk_id, client_id), b'')
 
     def remove_use(self, chunk_id, checksum, client_id):

@@ -57,6 +57,41 @@ def test_locking_and_committing_without_changes_writes_nothing(tmp_path):
     assert _snapshot(url) == before
 
 
+
+def test_backup_of_unchanged_files_reads_no_chunk_index(tmp_path, monkeypatch):
+    """Locking the chunk indexes reads nothing: a backup that adds no
+    chunk (nothing changed) never reads chunklist or chunksums, so an
+    encrypted one never waits for those toplevels' keys.  A lookup in
+    the same session still sees what is there."""
+    from obnamlib import repo_fs
+    from tests.obnamlib.repo_interface_conformance import dir_md
+    url = str(tmp_path / 'repo')
+    repo = new_repository(url, 'c')
+    repo.lock_client('c')
+    repo.lock_chunk_indexes()
+    chunk = repo.put_chunk_content(b'x')
+    repo.put_chunk_into_indexes(chunk, b'x', 'c')
+    repo.commit_client('c')
+    repo.commit_chunk_indexes()
+    read = []
+    real = repo_fs.RepositoryFS.read_file
+    monkeypatch.setattr(repo_fs.RepositoryFS, 'read_file',
+                        lambda self, path: (read.append(path),
+                                            real(self, path))[1])
+    repo = repo_factory.open_repository(url=url, lock_timeout=0)
+    repo.lock_client('c')
+    repo.lock_chunk_indexes()
+    gen = repo.create_generation('c')
+    repo.set_metadata(gen, b'/', dir_md())
+    repo.commit_client('c')
+    repo.commit_chunk_indexes()
+    assert read and not [path for path in read
+                         if path.startswith(('chunklist/', 'chunksums/'))]
+    repo.lock_chunk_indexes()
+    assert repo.find_chunk_ids_by_content(b'x') == [chunk]
+    assert [path for path in read if path.startswith('chunksums/')]
+    repo.unlock_chunk_indexes()
+
 class TestEncryptedFormat6Conformance(RepositoryConformance):
     """The same behaviour with compression and encryption underneath."""
 
