@@ -50,9 +50,18 @@ def check_forest(dirname, vfs=None, key_size=None, fix=False,
         return problems + [_mark(str(e), False, fix)]
     except Exception as e:  # storage filters raise their own errors
         return problems + [_mark('forest %s: cannot be opened: %s'
-                                 % (dirname, e), False, fix)]
+                                 % (dirname, _one_line(e)), False, fix)]
     return problems + check_open_forest(forest, fix=fix,
                                         node_size=node_size)
+
+
+def _one_line(error):
+    """A problem is one line: the error's own one-line form if it has
+    one (a storage filter's error may carry a tool's output)."""
+    first_line = getattr(error, 'first_line', None)
+    if first_line is not None:
+        return first_line()
+    return ' '.join(str(error).split('\n'))
 
 
 def _journal_problems(vfs, prefix, dirname, fix):

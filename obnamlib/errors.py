@@ -104,6 +104,13 @@ class GpgError(ObnamError):
     code = 'R0C79EX'
     msg = 'gpg failed with exit code {returncode}:\n{stderr}'
 
+    def first_line(self):
+        """gpg's own words are what tell people why: on one line they
+        follow the exit code, separated by semicolons."""
+        said = [line.strip() for line in str(self.stderr).splitlines()]
+        return '%s: gpg failed with exit code %s: %s' % (
+            self.code, self.returncode, '; '.join(l for l in said if l))
+
 
 class NotARepository(ObnamError):
     code = 'RA920EX'

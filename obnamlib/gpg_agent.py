@@ -103,30 +103,44 @@ def _gpgconf_socket(home):
     return path if out.returncode == 0 and path.startswith('/') else None
 
 
-def decrypt_many(messages, subkeys, gnupghome=None, each=None):
+def decrypt_many(messages, subkeys, gnupghome=None, each=None,
+                 choose=None):
     """The plaintext of each message that the agent could help decrypt
     (see the module's docstring), else None in its place.  each(i,
     plaintext), if given, is called as soon as message i is decrypted:
-    the caller may be waiting for the first while the rest are done."""
+    the caller may be waiting for the first while the rest are done.
+    choose(remaining), if given, picks the index decrypted next, just
+    before it is: what a caller waits for now may go first."""
     plains = [None] * len(messages)
     path = socket_path(gnupghome)
     if not subkeys or path is None or not cfb.blocks_available():
         return plains
     with gpg.home_turn(gnupghome):
-        _decrypt_through(path, messages, subkeys, plains, each)
+        _decrypt_through(path, messages, subkeys, plains, each, choose)
     return plains
 
 
-def _decrypt_through(path, messages, subkeys, plains, each=None):
+def _in_turn(count, choose=None):
+    """The indices below count, each picked by choose(remaining) only
+    when its turn comes (the first remaining without choose)."""
+    remaining = list(range(count))
+    while remaining:
+        i = remaining[0] if choose is None else choose(remaining)
+        remaining.remove(i)
+        yield i
+
+
+def _decrypt_through(path, messages, subkeys, plains, each=None,
+                     choose=None):
     """Fill in plains with what the agent at path decrypts."""
     try:
         agent = Agent(path)
     except (OSError, AgentError):
         return
     try:
-        for i, message in enumerate(messages):
+        for i in _in_turn(len(messages), choose):
             try:
-                plain = decrypt(agent, message, subkeys)
+                plain = decrypt(agent, messages[i], subkeys)
             except (NotHere, openpgp.DecryptionFailed,
                     openpgp_packets.OpenPgpFormatError):
                 continue    # not for the agent, or bad: gpg says why

@@ -425,3 +425,43 @@ def test_keys_come_from_the_agent_in_order_of_need_each_when_ready(
         assert writer.read_file(toplevel + '/metadata') == toplevel.encode()
     assert order == ['clientlist', '1234', 'chunklist', 'chunks',
                      'chunksums']
+
+
+def test_a_key_a_caller_waits_for_is_decrypted_next(
+        tmp_path, gpg_home, monkeypatch):
+    """fsck needs the chunk lists' trees before the clients': the key it
+    waits for jumps the order of need."""
+    toplevels = ('1234', 'chunklist', 'chunks', 'chunksums', 'clientlist')
+    _encrypted_repository(tmp_path, gpg_home, toplevels)
+    base = larch.vfs.LocalFS(str(tmp_path))
+    of_message = {base.read_file(t + '/key'): t for t in toplevels}
+    order, go_on, waiting = [], threading.Event(), threading.Event()
+    real_decrypt = toplevel_keys.gpg_agent.decrypt
+    real_result = toplevel_keys.ToplevelKeys._result
+
+    def decrypt(agent, message, subkeys):
+        order.append(of_message[bytes(message)])
+        if len(order) == 2:
+            assert go_on.wait(30)
+        return real_decrypt(agent, message, subkeys)
+
+    def result(self, toplevel, run):
+        if toplevel == 'chunksums':
+            waiting.set()
+        return real_result(self, toplevel, run)
+    monkeypatch.setattr(toplevel_keys.gpg_agent, 'decrypt', decrypt)
+    monkeypatch.setattr(toplevel_keys.ToplevelKeys, '_result', result)
+    _, reader = open_fs(tmp_path, gpg_home.keys['Alice'], gpg_home)
+    assert reader.read_file('clientlist/metadata') == b'clientlist'
+    got = []
+    thread = threading.Thread(target=lambda: got.append(
+        reader.read_file('chunksums/metadata')))
+    thread.start()
+    assert waiting.wait(30)
+    go_on.set()
+    thread.join(30)
+    assert got == [b'chunksums']
+    for toplevel in toplevels:
+        assert reader.read_file(toplevel + '/metadata') == toplevel.encode()
+    assert order == ['clientlist', '1234', 'chunksums', 'chunklist',
+                     'chunks']

@@ -315,3 +315,30 @@ def test_many_chunks_go_through_the_cipher_helper(tmp_path, homes):
     assert read_tree(tmp_path / 'old' / str(live).lstrip('/')) == first
     assert (tmp_path / 'obnam.log').read_text().count(
         'Started the cipher helper process') >= 4
+
+
+def test_fsck_reports_key_problems_first_each_on_one_line(tmp_path, homes):
+    """fsck checks the trees while keys are still being decrypted, but a
+    toplevel's key problems come before what they break."""
+    alice, _ = homes
+    enc = '--encrypt-with=%s' % alice.keys['Alice']
+    ok(obnam(tmp_path, alice, 'c1', enc, 'backup',
+             make_live(tmp_path / 'live', 'x')))
+    repo = tmp_path / 'repo'
+    (repo / 'chunksums' / 'userkeys').unlink()
+    client_id, = [n for n in os.listdir(str(repo)) if n.isdigit()]
+    (repo / client_id / 'key').write_bytes(b'junk')
+    result = obnam(tmp_path, alice, 'c1', enc, 'fsck')
+    assert result.returncode == 1
+    gpg_said = ('R0C79EX: gpg failed with exit code 2: gpg: no valid '
+                'OpenPGP data found.; gpg: decrypt_message failed: Unknown '
+                'system error')
+    assert result.stderr.splitlines() == [
+        'chunksums: encryption file userkeys is missing',
+        'client c1 (%s): cannot open its encryption key: %s'
+        % (client_id, gpg_said),
+        'client c1 (forest %s): cannot be opened: %s' % (client_id, gpg_said),
+        'client c1: generations cannot be listed: %s' % gpg_said,
+        'unused chunks were not looked for: the problems above hide which '
+        'chunks are in use',
+        'ERROR: R1E173X: fsck found 5 problem(s) that remain']
