@@ -213,18 +213,14 @@ class Fsck:
         self.reporter.counted(self.stats)
 
     def _storage_checks(self):
-        """The B-trees are checked before the keys but reported after
-        them: each tree's check starts as soon as its own key is ready
-        (gpg-agent decrypts them one by one), not after every key."""
         self._checking('repository format and keys')
         self._report_all(self.checker.check_format())
+        self._report_all(self.checker.check_keys())
         self._checking('B-trees')
-        forest_problems = self.checker.check_forests(
+        self._report_all(self.checker.check_forests(
             shared=not self.options.skip_shared_b_trees,
             per_client=not self.options.skip_per_client_b_trees,
-            ignore_clients=self.options.ignore_clients)
-        self._report_all(self.checker.check_keys())
-        self._report_all(forest_problems)
+            ignore_clients=self.options.ignore_clients))
 
     def _client_names(self):
         try:

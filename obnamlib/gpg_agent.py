@@ -103,44 +103,30 @@ def _gpgconf_socket(home):
     return path if out.returncode == 0 and path.startswith('/') else None
 
 
-def decrypt_many(messages, subkeys, gnupghome=None, each=None,
-                 choose=None):
+def decrypt_many(messages, subkeys, gnupghome=None, each=None):
     """The plaintext of each message that the agent could help decrypt
     (see the module's docstring), else None in its place.  each(i,
     plaintext), if given, is called as soon as message i is decrypted:
-    the caller may be waiting for the first while the rest are done.
-    choose(remaining), if given, picks the index decrypted next, just
-    before it is: what a caller waits for now may go first."""
+    the caller may be waiting for the first while the rest are done."""
     plains = [None] * len(messages)
     path = socket_path(gnupghome)
     if not subkeys or path is None or not cfb.blocks_available():
         return plains
     with gpg.home_turn(gnupghome):
-        _decrypt_through(path, messages, subkeys, plains, each, choose)
+        _decrypt_through(path, messages, subkeys, plains, each)
     return plains
 
 
-def _in_turn(count, choose=None):
-    """The indices below count, each picked by choose(remaining) only
-    when its turn comes (the first remaining without choose)."""
-    remaining = list(range(count))
-    while remaining:
-        i = remaining[0] if choose is None else choose(remaining)
-        remaining.remove(i)
-        yield i
-
-
-def _decrypt_through(path, messages, subkeys, plains, each=None,
-                     choose=None):
+def _decrypt_through(path, messages, subkeys, plains, each=None):
     """Fill in plains with what the agent at path decrypts."""
     try:
         agent = Agent(path)
     except (OSError, AgentError):
         return
     try:
-        for i in _in_turn(len(messages), choose):
+        for i, message in enumerate(messages):
             try:
-                plain = decrypt(agent, messages[i], subkeys)
+                plain = decrypt(agent, message, subkeys)
             except (NotHere, openpgp.DecryptionFailed,
                     openpgp_packets.OpenPgpFormatError):
                 continue    # not for the agent, or bad: gpg says why

@@ -159,7 +159,6 @@ class ToplevelKeys:
         self.cipher = cipher or openpgp.SymmetricCipher()
         self.cache = {}
         self.running = {}       # toplevel -> Future of its key text
-        self.asked = set()      # toplevels a caller has waited for
         self.others_read = False  # the likely toplevels' runs were started
         self.pool = None
         self.secret_check = None    # Future of the --encrypt-with check
@@ -244,7 +243,6 @@ class ToplevelKeys:
             if not self.others_read:
                 self._start_likely_toplevels()
             run = self.running.get(toplevel) or self._start(toplevel)
-            self.asked.add(toplevel)
         try:
             text = self._result(toplevel, run)
         except _NotDecryptedAhead:
@@ -301,24 +299,18 @@ class ToplevelKeys:
     def _decrypt_together(self, wanted):
         """Settle each toplevel's Future: through gpg-agent where it can
         (no gpg process), each as soon as it is decrypted and in the
-        order commands need them (one a caller waits for first), the
-        others in one gpg run.  A key neither decrypted is
-        _NotDecryptedAhead: it is decrypted alone when asked for, which
-        gives gpg's own error."""
+        order commands need them, the others in one gpg run.  A key
+        neither decrypted is _NotDecryptedAhead: it is decrypted alone
+        when asked for, which gives gpg's own error."""
         names = sorted(wanted, key=_order_of_need)
         runs = [wanted[name][1] for name in names]
         plains = [None] * len(names)
 
         def settle(i, plain):
             self._settle(names[i], runs[i], plain)
-
-        def choose(remaining):
-            with self.lock:
-                return min(remaining,
-                           key=lambda i: (names[i] not in self.asked, i))
         try:
             messages = [wanted[name][0] for name in names]
-            plains = self._decrypted_by_agent(messages, settle, choose)
+            plains = self._decrypted_by_agent(messages, settle)
             rest = [i for i, run in enumerate(runs) if not run.done()]
             if rest:
                 by_gpg = gpg.decrypt_many([messages[i] for i in rest],
@@ -340,18 +332,17 @@ class ToplevelKeys:
         except Exception:   # None, or not a key: every Future is settled
             run.set_exception(_NotDecryptedAhead(toplevel=name))
 
-    def _decrypted_by_agent(self, messages, each, choose):
+    def _decrypted_by_agent(self, messages, each):
         """Plaintexts (None where not) of the messages for the secret
         keys --encrypt-with names, which its check listed; each(i,
-        plaintext) as soon as one is decrypted, choose(remaining) picks
-        the next."""
+        plaintext) as soon as one is decrypted."""
         if self.secret_check is None:
             return [None] * len(messages)
         try:
             listing = self.secret_check.result()
             return gpg_agent.decrypt_many(
                 messages, gpg_agent.parse_secret_listing(listing),
-                self.gnupghome, each, choose)
+                self.gnupghome, each)
         except Exception:   # a failed check, or an agent problem
             return [None] * len(messages)
 

@@ -161,22 +161,3 @@ def test_each_plaintext_is_handed_over_as_soon_as_it_is_decrypted(gpg_home):
         each=lambda i, plain: handed.append((i, plain)))
     assert got == [texts[0], None, texts[1], texts[2]]
     assert handed == [(0, texts[0]), (2, texts[1]), (3, texts[2])]
-
-
-def test_the_next_message_is_chosen_just_before_it_is_decrypted(gpg_home):
-    _start_agent(gpg_home)
-    keyring = gpg.export_public_key(gpg_home.keys['Alice'], gpg_home.path)
-    texts = [b'%02d' % i * 32 for i in range(4)]
-    messages = [gpg.encrypt_to_keyring(text, keyring) for text in texts]
-    handed, offered = [], []
-
-    def choose(remaining):
-        offered.append(list(remaining))
-        # what is handed so far decides: after the first, the last
-        return remaining[-1] if handed == [0] else remaining[0]
-    got = gpg_agent.decrypt_many(
-        messages, _listing(gpg_home, gpg_home.keys['Alice']), gpg_home.path,
-        each=lambda i, plain: handed.append(i), choose=choose)
-    assert got == texts
-    assert handed == [0, 3, 1, 2]
-    assert offered == [[0, 1, 2, 3], [1, 2, 3], [1, 2], [2]]

@@ -317,9 +317,9 @@ def test_many_chunks_go_through_the_cipher_helper(tmp_path, homes):
         'Started the cipher helper process') >= 4
 
 
-def test_fsck_reports_key_problems_first_each_on_one_line(tmp_path, homes):
-    """fsck checks the trees while keys are still being decrypted, but a
-    toplevel's key problems come before what they break."""
+def test_fsck_names_gpg_reasons_on_each_problem_line(tmp_path, homes):
+    """A toplevel whose key gpg cannot decrypt: each problem is one line
+    with gpg's reasons, the key's before what it breaks."""
     alice, _ = homes
     enc = '--encrypt-with=%s' % alice.keys['Alice']
     ok(obnam(tmp_path, alice, 'c1', enc, 'backup',
