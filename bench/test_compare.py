@@ -63,6 +63,57 @@ def test_mode_costs_need_plain_mode():
     assert lib_report.mode_costs(results, ['first']) == {}
 
 
+def test_paired_mode_costs_take_the_median_of_each_rounds_ratio():
+    # obnam's plain and encrypted times drift together between rounds:
+    # each round's ratio is 1.1, the ratio of the medians would be 2.2
+    rounds = [{'plain': {'obnam': {'first': measured(plain)}},
+               'encrypted': {'obnam': {'first': measured(plain * 1.1)}}}
+              for plain in (1.0, 2.0, 10.0)]
+    rounds[1]['encrypted']['obnam']['first'] = measured(4.4)
+    costs = lib_report.paired_mode_costs(rounds, ['first'])
+    row = costs['encrypted']['obnam']['first']
+    assert row['wall'] == pytest.approx(1.1)
+    assert row['wall_rounds'] == pytest.approx([1.1, 2.2, 1.1])
+
+
+def test_paired_mode_costs_skip_a_step_that_failed_in_a_round():
+    ok = {'plain': {'obnam': {'first': measured(1.0)}},
+          'encrypted': {'obnam': {'first': measured(1.0)}}}
+    failed = {'plain': {'obnam': {'first': measured(1.0)}},
+              'encrypted': {'obnam': {'first': Measurement(
+                  ['o'], error='exit 1')}}}
+    costs = lib_report.paired_mode_costs([ok, failed], ['first'])
+    assert costs == {'encrypted': {'obnam': {}}}
+
+
+@pytest.mark.parametrize('obnam, borg, noise, verdict', [
+    (1.00, 1.05, 0.10, 'met'),
+    (1.05, 1.05, None, 'met'),
+    (1.10, 1.05, 0.08, 'within noise'),
+    (1.10, 1.05, None, 'NOT met'),
+    (1.20, 1.05, 0.08, 'NOT met'),
+])
+def test_goal_verdict(obnam, borg, noise, verdict):
+    assert lib_report.goal_verdict(obnam, borg, noise) == verdict
+
+
+def test_noise_is_restics_median_distance_from_one():
+    assert lib_report.noise_of([0.9, 1.02, 1.3]) == pytest.approx(0.1)
+
+
+def test_goal_is_printed_with_each_tools_spread_and_the_noise(capsys):
+    by_tool = {tool: {'first': {'wall': walls[1], 'cpu': 1.0,
+                                'wall_rounds': walls}}
+               for tool, walls in (('obnam', [1.0, 1.1, 1.3]),
+                                   ('borg', [1.0, 1.05, 1.2]),
+                                   ('restic', [0.9, 1.0, 1.1]))}
+    lib_report.print_encryption_goal(by_tool, ['first'])
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.split() == [
+        'first', 'backup', 'obnam', '1.10', '(1.00-1.30),', 'borg', '1.05',
+        '(1.00-1.20),', 'noise', '0.10:', 'within', 'noise']
+
+
 def compare(tmp_path, *args):
     out = tmp_path / 'out.json'
     p = subprocess.run(
