@@ -109,6 +109,10 @@ def fmt(value, spec='%.2f'):
     return '-' if value is None else spec % value
 
 
+def fmt_range(low, high):
+    return '%.2f-%.2f' % (low, high)
+
+
 def print_mode(mode, descriptions, by_tool, steps, corpus_bytes):
     remote = mode == 'sftp'
     print('== mode %s' % mode)
@@ -159,7 +163,7 @@ def measurement_row(label, tool, m, remote, ranged=False):
     if remote:
         row += ' %10s' % fmt(m.server_cpu)
     if ranged and m.wall_min is not None:
-        row += ' %13s' % ('%.2f-%.2f' % (m.wall_min, m.wall_max))
+        row += ' %13s' % fmt_range(m.wall_min, m.wall_max)
     return row
 
 
@@ -228,8 +232,7 @@ def spread(row):
     walls = row['wall_rounds']
     if len(walls) == 1:
         return fmt(row['wall'])
-    return '%s (%s-%s)' % (fmt(row['wall']), fmt(min(walls)),
-                           fmt(max(walls)))
+    return '%s (%s)' % (fmt(row['wall']), fmt_range(min(walls), max(walls)))
 
 
 def goal_verdict(obnam, borg, noise):
