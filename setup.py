@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Install obnam: the obnamlib and larch packages and the obnam program."""
+"""Install obnam: the obnamlib package (with larch inside it) and the obnam program."""
 
 import os
 
@@ -19,7 +19,7 @@ setup(
     description='backup program compatible with Obnam 1.x repositories',
     long_description=open('README').read(),
     license='GPL-3+',
-    packages=find_packages(include=['larch', 'larch.*', 'obnamlib',
+    packages=find_packages(include=['obnamlib',
                                     'obnamlib.*']),
     scripts=['bin/obnam'],
     python_requires='>=3.9',

@@ -19,8 +19,7 @@ import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OBNAM = os.path.join(os.path.dirname(HERE), 'bin', 'obnam')
-OBNAM_PACKAGES = [os.path.join(os.path.dirname(HERE), name)
-                  for name in ('obnamlib', 'larch')]
+OBNAM_PACKAGES = [os.path.join(os.path.dirname(HERE), 'obnamlib')]
 
 MODES = ('plain', 'encrypted', 'sftp')
 PASSWORD = 'bench-password'

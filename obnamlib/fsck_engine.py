@@ -30,7 +30,7 @@ import dataclasses
 import hashlib
 import struct
 
-import larch
+from obnamlib import larch
 
 from obnamlib import errors, repo_interface
 

@@ -3,7 +3,7 @@
 import os
 import random
 
-import larch
+from obnamlib import larch
 from obnamlib.fmt_6 import forests, keys
 
 TOPLEVEL = 'clientlist'

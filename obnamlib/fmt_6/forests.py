@@ -1,6 +1,6 @@
 """Opening the larch forests of a repository with the right key sizes."""
 
-import larch
+from obnamlib import larch
 
 DEFAULT_NODE_SIZE = 262144
 # Nodes kept decoded in memory.  Our client trees are walked in file-id

@@ -16,8 +16,8 @@ already decoded (each node is read once while the caches hold them).
 
 import re
 
-import larch
-import larch.fsck
+from obnamlib import larch
+import obnamlib.larch.fsck
 
 from obnamlib import errors
 from obnamlib.fmt_6 import keys

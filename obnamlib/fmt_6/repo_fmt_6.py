@@ -9,7 +9,7 @@ chunk files in chunk_store.
 import functools
 import time
 
-import larch
+from obnamlib import larch
 
 from obnamlib import errors, repo_interface
 from obnamlib.fmt_6 import keys

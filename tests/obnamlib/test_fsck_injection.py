@@ -20,7 +20,7 @@ import random
 import shutil
 import subprocess
 
-import larch
+from obnamlib import larch
 import pytest
 
 from obnamlib import errors, filters, fsck_engine, repo_factory

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from larch.idpath import node_path
+from obnamlib.larch.idpath import node_path
 from obnamlib import fsck_engine, repo_factory
 from obnamlib.fmt_6.chunk_store import idpath
 from obnamlib.vfs_sftp import SftpFS

@@ -3,7 +3,8 @@ import zlib
 
 import pytest
 
-import larch.vfs
+from obnamlib import larch
+import obnamlib.larch.vfs
 import obnamlib.vfs_local
 from obnamlib import errors, filters, repo_fs
 from tests.obnamlib.test_filters import XorCipher
@@ -146,7 +147,7 @@ def test_name_operations_pass_through(base):
 
 
 def test_larch_forest_over_repository_fs(tmp_path):
-    import larch.forest
+    import obnamlib.larch.forest
     base = larch.vfs.LocalFS(str(tmp_path))
     fs = repo_fs.RepositoryFS(base, compress=True)
     forest = larch.forest.open_forest('clientlist', key_size=4,

@@ -245,8 +245,8 @@ def test_a_batched_create_never_replaces_a_file_taken_meanwhile(tmp_path):
 
 @pytest.mark.parametrize('over_sftp', [False, True])
 def test_read_files_unwraps_like_read_file(tmp_path, over_sftp):
-    import larch.vfs
-    base = sftp_fs(tmp_path) if over_sftp else larch.vfs.LocalFS(
+    from obnamlib.larch import vfs as larch_vfs
+    base = sftp_fs(tmp_path) if over_sftp else larch_vfs.LocalFS(
         str(tmp_path))
     storage = RepositoryFS(base, compress='deflate')
     assert storage.reads_in_batches == over_sftp

@@ -5,7 +5,8 @@ import threading
 
 import pytest
 
-import larch.vfs
+from obnamlib import larch
+import obnamlib.larch.vfs
 from obnamlib import errors, gpg, openpgp, openpgp_packets, repo_fs
 from obnamlib import toplevel_keys
 from tests.gpg_fixture import (REFERENCE_DIR, REFERENCE_KEY,  # noqa: F401

@@ -4,7 +4,8 @@ import os
 
 import pytest
 
-import larch.vfs
+from obnamlib import larch
+import obnamlib.larch.vfs
 import obnamlib.vfs_local
 from obnamlib import errors, filters, repo_factory, repo_fs
 from obnamlib.fmt_6 import chunk_store, chunk_writer

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-import larch
-import larch.vfs
+from obnamlib import larch
+import obnamlib.larch.vfs
 from obnamlib.fmt_6 import clientlist
 
 

@@ -1,7 +1,7 @@
 """Issue 4 "must show": a repository written through our format-6 code is
 decoded by a reader written from format-6.md alone — its own tag-chain
 strip, refcount check and key layouts here, and the node decoder of
-tests/larch/specdecoder.py (which shares no code with larch); nothing from
+tests/obnamlib/larch/specdecoder.py (which shares no code with larch); nothing from
 obnamlib.fmt_6 or larch is imported by the reader below."""
 
 import configparser
@@ -16,7 +16,7 @@ import pytest
 
 from obnamlib import repo_factory
 from obnamlib.metadata import Metadata
-from tests.larch.specdecoder import decode_node, idpath
+from tests.obnamlib.larch.specdecoder import decode_node, idpath
 
 NODE_SIZE = 2048     # small nodes: several levels, splits and sharing
 

@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-import larch.fsck
+from obnamlib import larch
+import obnamlib.larch.fsck
 from obnamlib.fmt_6 import keys
 from obnamlib.plugins import forget_plugin
 

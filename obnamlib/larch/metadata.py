@@ -2,7 +2,7 @@
 
 import configparser
 
-from larch import errors
+from obnamlib.larch import errors
 
 FORMAT = '1/1'
 SECTION = 'metadata'

@@ -4,7 +4,7 @@ tag chain), for the larch compatibility tests."""
 
 import os
 
-import larch
+from obnamlib import larch
 from tests.reference_data import (Gpg, LARCH_1X, OBNAM_1X, filtered_files,
                                   unpack)
 

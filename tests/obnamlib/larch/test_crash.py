@@ -15,9 +15,9 @@ import signal
 import struct
 import time
 
-import larch
-import larch.fsck
-from tests.larch import specdecoder
+from obnamlib import larch
+import obnamlib.larch.fsck
+from tests.obnamlib.larch import specdecoder
 
 KEY_SIZE = 4
 NODE_SIZE = 256

@@ -2,9 +2,9 @@ import struct
 
 import pytest
 
-import larch
-from larch import errors
-from tests.larch import specdecoder
+from obnamlib import larch
+from obnamlib.larch import errors
+from tests.obnamlib.larch import specdecoder
 
 
 def key(n):

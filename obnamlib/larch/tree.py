@@ -8,9 +8,9 @@ lands in an unshared leaf and changes nothing above it.
 
 from bisect import bisect_left, bisect_right
 
-from larch import errors
-from larch.nodes import LeafNode, IndexNode, HEADER_SIZE
-from larch.refcounts import GROUP_BITS
+from obnamlib.larch import errors
+from obnamlib.larch.nodes import LeafNode, IndexNode, HEADER_SIZE
+from obnamlib.larch.refcounts import GROUP_BITS
 
 GROUP_MASK = (1 << GROUP_BITS) - 1
 

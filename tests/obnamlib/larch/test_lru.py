@@ -1,4 +1,4 @@
-from larch.lru import LRUCache
+from obnamlib.larch.lru import LRUCache
 
 
 def test_overflow_evicts_least_recently_used_first():

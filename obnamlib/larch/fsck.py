@@ -13,12 +13,12 @@ the nodes next in line are read together.
 import array
 import collections
 
-from larch import codec, errors
-from larch.forest import Forest
-from larch.idpath import node_path
-from larch.journal import Journal
-from larch.refcounts import GROUP_SIZE
-from larch.vfs import LocalFS
+from obnamlib.larch import codec, errors
+from obnamlib.larch.forest import Forest
+from obnamlib.larch.idpath import node_path
+from obnamlib.larch.journal import Journal
+from obnamlib.larch.refcounts import GROUP_SIZE
+from obnamlib.larch.vfs import LocalFS
 
 # Nodes read together when the storage reads in batches (a node is at most
 # a node size, 256 KiB by default).

@@ -1,4 +1,4 @@
-from larch.idpath import node_path, parse_node_name
+from obnamlib.larch.idpath import node_path, parse_node_name
 
 
 def test_small_ids_live_in_0_0_0():

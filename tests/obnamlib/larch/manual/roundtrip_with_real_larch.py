@@ -5,7 +5,7 @@ unpacked larch 1.20151025 `larch/` package (plus one-line stand-ins for its
 `tracing` and `ttystatus` imports) in REAL_LARCH_DIR; only run, never copy.
 
     REAL_LARCH_DIR=/tmp/reallarch PYTHON2='python2' \
-        /usr/bin/python3 tests/larch/manual/roundtrip_with_real_larch.py
+        /usr/bin/python3 tests/obnamlib/larch/manual/roundtrip_with_real_larch.py
 
 Our larch writes a forest (clones, removals, an empty tree); then three
 times: real larch verifies every tree, clones the newest, inserts, removes,
@@ -23,11 +23,11 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, '..', '..', '..'))
+sys.path.insert(0, os.path.join(HERE, '..', '..', '..', '..'))
 
-import larch  # noqa: E402
-import larch.fsck  # noqa: E402
-from tests.larch import specdecoder  # noqa: E402
+from obnamlib import larch  # noqa: E402
+import obnamlib.larch.fsck  # noqa: E402
+from tests.obnamlib.larch import specdecoder  # noqa: E402
 
 LOW, HIGH = b'\0' * 4, b'\xff' * 4
 

@@ -1,7 +1,7 @@
 import pytest
 
-from larch import errors
-from larch.metadata import ForestMetadata, format_metadata, parse_metadata
+from obnamlib.larch import errors
+from obnamlib.larch.metadata import ForestMetadata, format_metadata, parse_metadata
 
 
 def test_format_is_exactly_larch_style():

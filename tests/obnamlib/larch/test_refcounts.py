@@ -2,10 +2,10 @@ import struct
 
 import pytest
 
-import larch
-from larch import errors
-from larch.journal import Journal
-from larch.refcounts import RefcountStore, encode_group, decode_group
+from obnamlib import larch
+from obnamlib.larch import errors
+from obnamlib.larch.journal import Journal
+from obnamlib.larch.refcounts import RefcountStore, encode_group, decode_group
 
 
 def store(vfs=None):

@@ -1,5 +1,5 @@
-import larch
-from larch.journal import Journal
+from obnamlib import larch
+from obnamlib.larch.journal import Journal
 
 
 def committed(vfs):

@@ -3,9 +3,9 @@
 import random
 import struct
 
-import larch
-import larch.fsck
-from tests.larch import specdecoder
+from obnamlib import larch
+import obnamlib.larch.fsck
+from tests.obnamlib.larch import specdecoder
 
 KEY_SIZE = 18
 NODE_SIZE = 2048

@@ -1,12 +1,12 @@
 """A forest: the trees of one directory, sharing nodes, committed together."""
 
-from larch import errors
-from larch.journal import Journal
-from larch.metadata import ForestMetadata, format_metadata, parse_metadata
-from larch.nodes import IndexNode, HEADER_SIZE
-from larch.nodestore import NodeStore
-from larch.tree import Tree, decrement_node
-from larch.vfs import LocalFS
+from obnamlib.larch import errors
+from obnamlib.larch.journal import Journal
+from obnamlib.larch.metadata import ForestMetadata, format_metadata, parse_metadata
+from obnamlib.larch.nodes import IndexNode, HEADER_SIZE
+from obnamlib.larch.nodestore import NodeStore
+from obnamlib.larch.tree import Tree, decrement_node
+from obnamlib.larch.vfs import LocalFS
 
 DEFAULT_NODE_SIZE = 262144
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024

@@ -3,7 +3,7 @@
 import os
 import subprocess
 
-SCRIPT = os.path.join(os.path.dirname(__file__), '..', '..', 'bench',
+SCRIPT = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'bench',
                       'larch-speed')
 
 

@@ -3,9 +3,9 @@ import struct
 
 import pytest
 
-import larch
-from larch import errors
-from larch.idpath import node_path
+from obnamlib import larch
+from obnamlib.larch import errors
+from obnamlib.larch.idpath import node_path
 
 
 def key(n):
@@ -279,7 +279,7 @@ def test_commit_can_be_retried_after_storage_error(method, countdown):
     again = open_f(vfs, writes=False)
     assert [t.lookup_range(LOW, HIGH) for t in again.trees] == [
         [(key(n), b'%d' % n) for n in range(1, 100, 2)]]
-    from tests.larch import specdecoder
+    from tests.obnamlib.larch import specdecoder
     assert specdecoder.from_vfs(vfs, 'f').consistency_problems(128) == []
 
 

@@ -5,9 +5,9 @@ import struct
 
 from hypothesis import given, settings, strategies as st, HealthCheck
 
-import larch
-import larch.fsck
-from tests.larch import specdecoder
+from obnamlib import larch
+import obnamlib.larch.fsck
+from tests.obnamlib.larch import specdecoder
 
 KEY_SIZE = 4
 NODE_SIZE = 128     # tiny nodes: deep trees, many splits and merges

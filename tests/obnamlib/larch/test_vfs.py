@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-import larch
+from obnamlib import larch
 
 
 @pytest.fixture(params=['local', 'memory'])

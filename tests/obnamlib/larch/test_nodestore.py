@@ -1,10 +1,10 @@
 import pytest
 
-import larch
-from larch import codec, errors
-from larch.journal import Journal
-from larch.nodes import LeafNode, IndexNode
-from larch.nodestore import NodeStore
+from obnamlib import larch
+from obnamlib.larch import codec, errors
+from obnamlib.larch.journal import Journal
+from obnamlib.larch.nodes import LeafNode, IndexNode
+from obnamlib.larch.nodestore import NodeStore
 
 
 def make_store(vfs=None, cache_size=8, committed_last_id=0):

@@ -7,9 +7,9 @@ import tarfile
 
 import pytest
 
-import larch
-import larch.fsck
-from tests.larch import obnam_reference, specdecoder
+from obnamlib import larch
+import obnamlib.larch.fsck
+from tests.obnamlib.larch import obnam_reference, specdecoder
 
 LOW4, HIGH4 = b'\0' * 4, b'\xff' * 4
 

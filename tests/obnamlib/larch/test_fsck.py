@@ -1,10 +1,10 @@
 import struct
 
-import larch
-from larch import codec
-from larch.fsck import check_forest, check_open_forest
-from larch.idpath import node_path
-from larch.nodes import LeafNode, IndexNode
+from obnamlib import larch
+from obnamlib.larch import codec
+from obnamlib.larch.fsck import check_forest, check_open_forest
+from obnamlib.larch.idpath import node_path
+from obnamlib.larch.nodes import LeafNode, IndexNode
 
 
 def key(n):

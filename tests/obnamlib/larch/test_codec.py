@@ -2,8 +2,8 @@ import struct
 
 import pytest
 
-from larch import codec, errors
-from larch.nodes import LeafNode, IndexNode, leaf_size, index_size
+from obnamlib.larch import codec, errors
+from obnamlib.larch.nodes import LeafNode, IndexNode, leaf_size, index_size
 
 
 def test_leaf_encoding_is_byte_exact():
