@@ -6,12 +6,15 @@ the `--output` file); what Obnam 1.x always printed on stdout goes to
 `stdout`; `notify` messages go to stdout unless `--quiet` (whether or not
 there is a terminal, so cron mail shows them); `error` messages go to
 stderr always.  The progress display is drawn only on /dev/tty, never on
-stdout or stderr, and only without `--quiet`.  Engines never print: they
-get a progress object, and tests give them a `RecordingProgress`.
+stdout or stderr, and only without `--quiet`: by ttystatus where it is
+installed (Debian's python3-ttystatus), else by obnam's own `StatusLine`
+(a pip install).  Engines never print: they get a progress object, and
+tests give them a `RecordingProgress`.
 """
 
 import os
 import sys
+import time
 
 
 class NullProgress:
@@ -70,26 +73,129 @@ class TerminalProgress(NullProgress):
         self._ts.finish()
 
 
-def _terminal_usable(tty_path):
-    """True if the controlling terminal can be opened for writing."""
+class StatusLine(NullProgress):
+    """obnam's own one-line status on the terminal, for where ttystatus is
+    not installed (a pip install): `\\r`, the text, erase to the end of
+    the line; redrawn at most every PERIOD seconds, cut to the terminal's
+    width less one column (so the cursor never wraps), control characters
+    dropped.  clear() and finish() erase the line.
+
+    `fd` is open for writing on the terminal; finish() closes it.  `clock`
+    and `columns` are for tests.
+    """
+
+    PERIOD = 0.1
+    ERASE_TO_END = b'\x1b[K'
+
+    def __init__(self, fd, clock=time.monotonic, columns=None):
+        self._fd = fd
+        self._clock = clock
+        self._columns = columns or self._terminal_columns
+        self._drawn_at = None   # when the line was last drawn
+        self._on_screen = False
+
+    def status(self, text):
+        now = self._clock()
+        if self._drawn_at is None or now - self._drawn_at >= self.PERIOD:
+            self._drawn_at = now
+            line = _printable(text)[:max(self._columns() - 1, 0)]
+            self._write(b'\r' + _terminal_bytes(line) + self.ERASE_TO_END)
+            self._on_screen = True
+
+    def clear(self):
+        if self._on_screen:
+            self._write(b'\r' + self.ERASE_TO_END)
+            self._on_screen = False
+
+    def finish(self):
+        self.clear()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def _write(self, data):
+        if self._fd is None:
+            return
+        try:
+            os.write(self._fd, data)
+        except OSError:         # the terminal went away: draw no more
+            os.close(self._fd)
+            self._fd = None
+
+    def _terminal_columns(self):
+        try:
+            return os.get_terminal_size(self._fd).columns or 80
+        except (OSError, TypeError):
+            return 80
+
+
+def _printable(text):
+    """`text` with control characters (C0, DEL, C1) dropped and tabs
+    expanded: a file name must not move the cursor."""
+    return ''.join(c for c in text
+                   if c == '\t' or not (ord(c) < 32 or 127 <= ord(c) < 160)
+                   ).expandtabs()
+
+
+def _terminal_bytes(line):
+    """A status line as bytes: names decoded with surrogateescape come back
+    as the bytes they were."""
     try:
-        fd = os.open(tty_path, os.O_WRONLY | os.O_NOCTTY)
-    except OSError:
-        return False
-    os.close(fd)
-    return True
+        return os.fsencode(line)
+    except UnicodeError:
+        return line.encode('utf-8', 'replace')
 
 
-def make_progress(quiet, tty_path='/dev/tty'):
-    """The progress display for this run: on the terminal, or nothing."""
-    if quiet or not _terminal_usable(tty_path):
-        return NullProgress()
+def ttystatus_module():
+    """The ttystatus module if it can be imported, else None.
+
+    Debian and Ubuntu package it (python3-ttystatus); PyPI does not, so a
+    pip install draws with StatusLine instead.  The one place that decides.
+    """
     try:
         import ttystatus
-        progress = TerminalProgress(ttystatus)
-    except Exception:       # no usable terminal description: no display
+    except ImportError:
+        return None
+    return ttystatus
+
+
+def _open_terminal(tty_path):
+    """A descriptor open for writing on the controlling terminal, or None."""
+    try:
+        return os.open(tty_path, os.O_WRONLY | os.O_NOCTTY)
+    except OSError:
+        return None
+
+
+def _can_redraw(term):
+    """Whether the terminal type understands `\\r` and erase-to-end (as
+    ttystatus, nothing is drawn for an unknown or dumb terminal)."""
+    return term not in (None, '', 'dumb')
+
+
+def make_progress(quiet, tty_path='/dev/tty',
+                  find_ttystatus=ttystatus_module):
+    """The progress display for this run: on the terminal, or nothing.
+
+    With ttystatus installed it draws; without, obnam's own StatusLine.
+    `find_ttystatus` returns the ttystatus module or None (for tests).
+    """
+    if quiet:
         return NullProgress()
-    return progress
+    fd = _open_terminal(tty_path)
+    if fd is None:
+        return NullProgress()
+    module = find_ttystatus()
+    if module is not None:
+        os.close(fd)
+        try:
+            return TerminalProgress(module)
+        except Exception:   # no usable terminal description: no display
+            return NullProgress()
+    if not _can_redraw(os.environ.get('TERM')):
+        os.close(fd)
+        return NullProgress()
+    return StatusLine(fd)
 
 
 def open_output(filename):

@@ -3,6 +3,8 @@ progress display exists."""
 
 import io
 
+import pytest
+
 from obnamlib import ui
 
 
@@ -90,13 +92,126 @@ def test_recording_progress_keeps_lines():
     assert rec.lines == ['1/3 done', '2/3 done'] and rec.finished
 
 
+# --- obnam's own status line (no ttystatus) -----------------------------
+
+class FakeClock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def status_line(columns=80):
+    """A StatusLine drawing into a pipe: (line, clock, read_drawn)."""
+    import os
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    clock = FakeClock()
+    line = ui.StatusLine(w, clock=clock, columns=lambda: columns)
+
+    def drawn():
+        try:
+            return os.read(r, 65536)
+        except BlockingIOError:
+            return b''
+    return line, clock, drawn
+
+
+def test_status_line_draws_carriage_return_text_erase():
+    line, _, drawn = status_line()
+    line.status('scanning /home')
+    assert drawn() == b'\rscanning /home\x1b[K'
+
+
+def test_status_line_redraws_at_most_every_tenth_of_a_second():
+    line, clock, drawn = status_line()
+    line.status('one')
+    clock.now += 0.05
+    line.status('two')
+    line.status('three')
+    assert drawn() == b'\rone\x1b[K'
+    clock.now += 0.06
+    line.status('four')
+    assert drawn() == b'\rfour\x1b[K'
+    clock.now += 0.09
+    line.status('five')
+    assert drawn() == b''
+
+
+def test_status_line_is_cut_to_the_terminal_width_less_one():
+    line, _, drawn = status_line(columns=10)
+    line.status('0123456789abcdef')
+    assert drawn() == b'\r012345678\x1b[K'
+
+
+def test_status_line_drops_control_characters():
+    line, _, drawn = status_line()
+    line.status('a\nb\rc\x1bd\x7fe\x9bf\tg')
+    assert drawn() == b'\rabcdef' + b' ' * 2 + b'g\x1b[K'
+
+
+def test_status_line_writes_undecodable_names_byte_exactly():
+    import os
+    line, _, drawn = status_line()
+    line.status(os.fsdecode(b'/home/\xff\xfe'))
+    assert drawn() == b'\r/home/\xff\xfe\x1b[K'
+
+
+def test_status_line_clear_erases_the_line_once():
+    line, clock, drawn = status_line()
+    line.clear()
+    assert drawn() == b''
+    line.status('busy')
+    line.clear()
+    line.clear()
+    assert drawn() == b'\rbusy\x1b[K\r\x1b[K'
+
+
+def test_status_line_finish_erases_and_stops_drawing():
+    line, clock, drawn = status_line()
+    line.status('busy')
+    line.finish()
+    clock.now += 1
+    line.status('after the end')
+    line.finish()
+    assert drawn() == b'\rbusy\x1b[K\r\x1b[K'
+
+
+def test_ttystatus_module_is_none_when_it_cannot_be_imported(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, 'ttystatus', None)
+    assert ui.ttystatus_module() is None
+
+
+def test_without_ttystatus_a_terminal_gets_obnams_status_line(monkeypatch):
+    monkeypatch.setenv('TERM', 'xterm')
+    progress = ui.make_progress(quiet=False, tty_path='/dev/null',
+                                find_ttystatus=lambda: None)
+    try:
+        assert type(progress) is ui.StatusLine
+    finally:
+        progress.finish()
+
+
+def test_without_ttystatus_a_dumb_terminal_gets_no_display(monkeypatch):
+    monkeypatch.setenv('TERM', 'dumb')
+    progress = ui.make_progress(quiet=False, tty_path='/dev/null',
+                                find_ttystatus=lambda: None)
+    assert type(progress) is ui.NullProgress
+
+
+# --- on a real (pseudo-)terminal, in a child process ---------------------
+
 PROGRESS_SCRIPT = '''
 import sys
+if %r:
+    sys.modules['ttystatus'] = None     # as in a pip install
 sys.path.insert(0, %r)
 from obnamlib import ui
 u = ui.UserInterface(quiet=%r)
 p = u.progress()
-p.status('scanning /some/where')
+p.status(%r)
 u.notify('a notice')
 u.output.write('a result\\n')
 u.close()
@@ -104,26 +219,83 @@ print(type(p).__name__)
 '''
 
 
-def run_under_terminal(tmp_path, quiet):
+def run_under_terminal(tmp_path, quiet, hide_ttystatus=False,
+                       text='scanning /some/where', columns=80):
     """Run a script with a pseudo-terminal as its controlling terminal and
     stdout redirected to a file: return (terminal bytes, stdout bytes)."""
     import os
     from tests.terminal import run_on_terminal
     checkout = os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))))
-    script = PROGRESS_SCRIPT % (checkout, quiet)
+    script = PROGRESS_SCRIPT % (hide_ttystatus, checkout, quiet, text)
     terminal, written, _ = run_on_terminal(['-c', script], tmp_path,
-                                           redirect=(1,))
+                                           columns=columns, redirect=(1,))
     return terminal, written[1]
 
 
+def need_debian_ttystatus():
+    """Skip unless the Python the terminal tests run (/usr/bin/python3)
+    has ttystatus (python3-ttystatus)."""
+    import subprocess
+    import pytest
+    found = subprocess.run(['/usr/bin/python3', '-c', 'import ttystatus'],
+                           stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=30)
+    if found.returncode != 0:
+        pytest.skip('/usr/bin/python3 has no ttystatus (python3-ttystatus)')
+
+
+@pytest.mark.timeout(60)
 def test_progress_goes_to_the_terminal_only(tmp_path):
+    need_debian_ttystatus()
     terminal, stdout = run_under_terminal(tmp_path, quiet=False)
     assert b'scanning /some/where' in terminal
     assert stdout == b'a notice\na result\nTerminalProgress\n'
 
 
+@pytest.mark.timeout(60)
 def test_quiet_run_draws_nothing_on_the_terminal(tmp_path):
     terminal, stdout = run_under_terminal(tmp_path, quiet=True)
     assert terminal == b''
     assert stdout == b'a result\nNullProgress\n'
+
+
+@pytest.mark.timeout(60)
+def test_without_ttystatus_progress_goes_to_the_terminal_only(tmp_path):
+    terminal, stdout = run_under_terminal(tmp_path, quiet=False,
+                                          hide_ttystatus=True)
+    # drawn, erased before the notice, nothing left at the end
+    assert terminal == b'\rscanning /some/where\x1b[K\r\x1b[K'
+    assert stdout == b'a notice\na result\nStatusLine\n'
+
+
+@pytest.mark.timeout(60)
+def test_without_ttystatus_the_line_fits_the_terminal(tmp_path):
+    terminal, _ = run_under_terminal(tmp_path, quiet=False,
+                                     hide_ttystatus=True, columns=20,
+                                     text='/a/rather/long/path/name/here')
+    assert terminal == b'\r/a/rather/long/path\x1b[K\r\x1b[K'
+
+
+@pytest.mark.timeout(60)
+def test_without_ttystatus_quiet_draws_nothing(tmp_path):
+    terminal, stdout = run_under_terminal(tmp_path, quiet=True,
+                                          hide_ttystatus=True)
+    assert terminal == b''
+    assert stdout == b'a result\nNullProgress\n'
+
+
+@pytest.mark.timeout(60)
+def test_without_ttystatus_or_terminal_nothing_is_drawn(tmp_path):
+    """No controlling terminal (a new session, as under cron)."""
+    import os
+    import subprocess
+    import sys
+    checkout = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    script = PROGRESS_SCRIPT % (True, checkout, False, 'scanning')
+    p = subprocess.run([sys.executable, '-c', script], capture_output=True,
+                       start_new_session=True, stdin=subprocess.DEVNULL,
+                       timeout=60)
+    assert (p.returncode, p.stdout, p.stderr) == (
+        0, b'a notice\na result\nNullProgress\n', b'')
