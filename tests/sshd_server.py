@@ -187,6 +187,11 @@ class SshdServer:
             'LogLevel VERBOSE',
             'Subsystem sftp %s' % subsystem,
         ]
+        if _knows_source_penalties():
+            # OpenSSH 9.8 on (Debian 13) refuses a while every connection
+            # from an address that failed to log in; tests fail logins on
+            # purpose, all from 127.0.0.1.
+            lines.append('PerSourcePenalties no')
         with open(self.config, 'w') as f:
             f.write('\n'.join(lines) + '\n')
 
@@ -251,6 +256,21 @@ class SshdServer:
             self.process.stderr.close()
         self.process = None
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_SOURCE_PENALTIES = []
+
+
+def _knows_source_penalties():
+    """Whether this sshd has the PerSourcePenalties option (asked once)."""
+    if not _SOURCE_PENALTIES:
+        probe = subprocess.run(
+            [SSHD, '-G', '-f', '/dev/null', '-o', 'PerSourcePenalties=no'],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL)
+        _SOURCE_PENALTIES.append(probe.returncode == 0 and
+                                 b'persourcepenalties' in probe.stdout)
+    return _SOURCE_PENALTIES[0]
 
 
 def _ensure_privsep_dir():

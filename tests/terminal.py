@@ -2,10 +2,11 @@
 for tests of what goes to /dev/tty and what to stdout/stderr."""
 
 import os
+import sys
 
 
 def run_on_terminal(argv, directory, columns=80, redirect=(1, 2)):
-    """Run /usr/bin/python3 argv on a fresh pseudo-terminal, the file
+    """Run this Python with argv on a fresh pseudo-terminal, the file
     descriptors in `redirect` going to files in `directory`; returns
     (terminal bytes, {fd: bytes written to it}, exit code)."""
     import pty
@@ -43,5 +44,5 @@ def _become(argv, paths, columns):
     for target, path in paths.items():
         fd_out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.dup2(fd_out, target)
-    os.execve('/usr/bin/python3', ['python3'] + argv,
+    os.execve(sys.executable, [sys.executable] + argv,
               {'TERM': 'xterm', 'PATH': '/usr/bin:/bin'})

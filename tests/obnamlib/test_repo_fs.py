@@ -9,6 +9,7 @@ import obnamlib.vfs_local
 from obnamlib import errors, filters, repo_fs
 from tests.obnamlib.test_filters import XorCipher
 from tests.gpg_fixture import plain_gpg_home  # noqa: F401
+from tests.reference_data import extract_all
 
 
 class PassphraseTable:
@@ -190,7 +191,7 @@ def test_format5_reference_repository_reads(tmp_path):
     from tests.obnamlib.fmt_6 import reference_repos as rr
     with tarfile.open(REFERENCE_DIR +
                       '/repo-format-5-encrypted-gzipped.tar.gz') as tar:
-        tar.extractall(str(tmp_path))
+        extract_all(tar, str(tmp_path))
     with GpgHome('g5') as home:
         home.import_reference()
         base = larch.vfs.LocalFS(str(tmp_path / 'repo'))

@@ -28,6 +28,7 @@ import obnamlib.restorer
 import obnamlib.vfs_local
 from obnamlib import repo_factory
 from tests.gpg_fixture import reference_gpg_home  # noqa: F401
+from tests.reference_data import extract_all
 from tests.obnamlib.fmt_6 import reference_repos as rr
 
 CLIENT = 'havelock'
@@ -236,7 +237,7 @@ def test_restore_format_5_reference(reference_gpg_home, tmp_path):
     import tarfile
     with tarfile.open(os.path.join(
             rr.REFERENCE, 'repo-format-5-encrypted-gzipped.tar.gz')) as tar:
-        tar.extractall(str(tmp_path / 'ref'))
+        extract_all(tar, str(tmp_path / 'ref'))
     repo = repo_factory.open_repository(
         {'gnupghome': reference_gpg_home.path}, url=str(tmp_path / 'ref' / 'repo'))
     gen = repo.get_generation_ids('rainyday')[-1]

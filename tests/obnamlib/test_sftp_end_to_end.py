@@ -14,6 +14,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import time
 
 import pytest
@@ -60,7 +61,7 @@ def obnam(sshd, home, *args, known_hosts=None):
     """Run bin/obnam with the test server's key; (exit code, out, err)."""
     env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'),
            'HOME': str(home), 'LC_ALL': 'C.UTF-8'}
-    argv = ['/usr/bin/python3', OBNAM, '--no-default-configs', '--quiet',
+    argv = [sys.executable, OBNAM, '--no-default-configs', '--quiet',
             '--ssh-key', sshd.client_key,
             '--ssh-known-hosts', known_hosts or sshd.known_hosts,
             '--lock-timeout', '0'] + list(args)
@@ -260,7 +261,7 @@ def test_two_clients_back_up_at_once(work):
         for i in range(50):
             (tree / str(i)).write_bytes(os.urandom(2000))
     runs = [subprocess.Popen(
-        ['/usr/bin/python3', OBNAM, '--no-default-configs', '--quiet',
+        [sys.executable, OBNAM, '--no-default-configs', '--quiet',
          '--ssh-key', sshd.client_key, '--ssh-known-hosts', sshd.known_hosts,
          '--checkpoint', '20k', 'backup', '-r', repo, '--client-name', name,
          str(work / name)],
@@ -285,7 +286,7 @@ def _backup_cut_mid_run(sshd, work, repo_dir, delay_ms, chunks, *args):
     """Run obnam with `args`, each round trip slowed by `delay_ms`; kill
     the sshd sessions once `chunks` chunk files are in repo_dir; check
     it ends with the one-line lost-connection error."""
-    argv = ['/usr/bin/python3', OBNAM, '--no-default-configs', '--quiet',
+    argv = [sys.executable, OBNAM, '--no-default-configs', '--quiet',
             '--ssh-key', sshd.client_key, '--ssh-known-hosts',
             sshd.known_hosts, '--lock-timeout', '0', '--sftp-delay',
             str(delay_ms)] + list(args)

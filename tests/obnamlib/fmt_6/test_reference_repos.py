@@ -18,6 +18,7 @@ import pytest
 from obnamlib import repo_factory, repo_interface as ri
 from obnamlib.fmt_6.metadata_codec import decode_xattrs
 from tests.gpg_fixture import reference_gpg_home  # noqa: F401
+from tests.reference_data import extract_all
 from tests.obnamlib.backup_helpers import read_back
 from tests.obnamlib.fmt_6 import reference_repos as rr
 from tests.obnamlib.fmt_6.reference_repos import (  # noqa: F401
@@ -193,7 +194,7 @@ def test_format5_detected_and_read(tmp_path, reference_gpg_home):
     import tarfile
     with tarfile.open(os.path.join(
             rr.REFERENCE, 'repo-format-5-encrypted-gzipped.tar.gz')) as tar:
-        tar.extractall(str(tmp_path))
+        extract_all(tar, str(tmp_path))
     repo = repo_factory.open_repository(url=str(tmp_path / 'repo'),
                                         gnupghome=reference_gpg_home.path)
     assert repo.get_client_names() == ['rainyday']

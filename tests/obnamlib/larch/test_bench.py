@@ -2,13 +2,14 @@
 
 import os
 import subprocess
+import sys
 
 SCRIPT = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'bench',
                       'larch-speed')
 
 
 def test_benchmark_runs_and_reports_every_phase():
-    out = subprocess.run(['/usr/bin/python3', SCRIPT, '3000'], check=True,
+    out = subprocess.run([sys.executable, SCRIPT, '3000'], check=True,
                          stdout=subprocess.PIPE, text=True).stdout
     phases = [line.split('  ')[0] for line in out.splitlines()]
     for phase in ('insert', 'commit', 'lookup', 'range scan (pairs)',

@@ -10,6 +10,7 @@ import pytest
 from obnamlib import larch
 import obnamlib.larch.fsck
 from tests.obnamlib.larch import obnam_reference, specdecoder
+from tests.reference_data import extract_all
 
 LOW4, HIGH4 = b'\0' * 4, b'\xff' * 4
 
@@ -24,7 +25,7 @@ def unpacked_reference(tmp_path_factory):
     with tarfile.open(os.path.join(
             obnam_reference.LARCH,
             'format-nodestore1-codec1.tar.gz')) as tar:
-        tar.extractall(path)
+        extract_all(tar, path)
     return path
 
 

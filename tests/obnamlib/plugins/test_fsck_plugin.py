@@ -12,6 +12,7 @@ import tarfile
 import pytest
 
 from tests.gpg_fixture import reference_gpg_home  # noqa: F401
+from tests.reference_data import extract_all
 from tests.obnamlib.fmt_6.reference_repos import ENCRYPTED, IN_TREE, REFERENCE
 
 OBNAM = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'bin',
@@ -32,7 +33,7 @@ def reference_repos(tmp_path_factory):
     for name in (ENCRYPTED, IN_TREE):
         dest = base / name
         with tarfile.open(os.path.join(REFERENCE, name + '.tar.xz')) as tar:
-            tar.extractall(dest)
+            extract_all(tar, dest)
         repos[name] = dest / 'repo'
     return repos
 
