@@ -1,14 +1,11 @@
-"""The obnam command-line application: settings, configuration, logging,
-plugins, and how a run ends (cli.md §1-§3, §13).
+"""The obnam program: core settings (cli.md §3.1), plugin loading, and the
+commands that need no plugin (`list-formats`, `list-errors`).
 
-Built on Debian's python3-cliapp.  What we change in it, and why:
-configuration files may repeat a key (last wins, as Obnam 1.x allowed);
-bad values in files are one-line errors instead of tracebacks; a missing
-`--config` file is a clean error; `--dump-config` writes values verbatim;
-errors print one line on stderr and put the traceback in the log only.
+The command-line machinery (settings, configuration files, option
+parsing, logging, how a run ends) is obnamlib.application and the
+modules it uses.
 """
 
-import configparser
 import contextlib
 import copy
 import importlib
@@ -18,12 +15,9 @@ import os
 import pkgutil
 import socket
 import sys
-import traceback
-
-import cliapp
 
 import obnamlib
-from obnamlib import errors, plugin, repo_opening, ui
+from obnamlib import application, errors, plugin, repo_opening
 from obnamlib.version import __version__
 
 PERF_GROUP = 'Performance tweaking'
@@ -32,104 +26,17 @@ DEVEL_GROUP = 'Development of Obnam itself'
 DESCRIPTION = 'Back up files to, and restore them from, an Obnam repository.'
 
 
-class ObnamSettings(cliapp.Settings):
-    """cliapp settings with Obnam 1.x's tolerance of configuration files."""
-
-    def load_configs(self, open_file=open):
-        self._all_config_data = {}
-        for pathname in self.config_files:
-            try:
-                f = open_file(pathname, encoding='utf-8',
-                              errors='surrogateescape')
-            except OSError as e:
-                if pathname in self._required_config_files:
-                    raise cliapp.AppException(
-                        '%s: %s' % (pathname, e.strerror or e))
-                continue
-            with f:
-                if pathname.endswith('.yaml'):
-                    self._read_yaml(pathname, f)
-                else:
-                    self._read_ini(pathname, f)
-
-    def _read_ini(self, pathname, f):
-        cp = configparser.ConfigParser(strict=False)
-        cp.add_section('config')
-        try:
-            cp.read_file(f, source=pathname)
-            items = [(name, cp.get('config', name))
-                     for name in cp.options('config')]
-            others = {section: dict(cp.items(section))
-                      for section in cp.sections() if section != 'config'}
-        except configparser.Error as e:
-            raise cliapp.AppException(
-                '%s: %s' % (pathname, str(e).splitlines()[0]))
-        for name, value in items:
-            s = self.set_from_raw_string(pathname, name, value)
-            _check_file_value(pathname, name, s)
-            if hasattr(s, 'using_default_value'):
-                s.using_default_value = True
-        for section, data in others.items():
-            self._all_config_data.setdefault(section, {}).update(data)
-
-    def dump_config(self, output):
-        output.write(self.config_text())
-
-    def config_text(self):
-        """The effective configuration as an INI file (cli.md §2.5)."""
-        lines = ['[config]']
-        for name in self._canonical_names:
-            value = self._settingses[name].format()
-            lines.append('%s = %s' % (name, value.replace('\n', '\n\t')))
-        lines.append('')
-        for section, data in self._all_config_data.items():
-            lines.append('[%s]' % section)
-            for key, value in data.items():
-                lines.append('%s = %s' % (key, str(value).replace('\n', '\n\t')))
-            lines.append('')
-        return '\n'.join(lines) + '\n'
-
-    def setting(self, name):
-        """The Setting object behind a name or alias."""
-        return self._settingses[name]
-
-
-def _check_file_value(pathname, name, setting):
-    """Integers must be integers and choices one of the listed words: a
-    one-line error now, instead of a traceback later."""
-    if isinstance(setting, cliapp.settings.IntegerSetting):
-        try:
-            setting.value
-        except ValueError:
-            raise cliapp.AppException(
-                '%s: %s: not an integer: %s'
-                % (pathname, name, setting._string_value))
-    if isinstance(setting, cliapp.settings.ChoiceSetting):
-        if setting.value not in setting.choices:
-            raise cliapp.AppException(
-                '%s: %s = %s is not one of %s' %
-                (pathname, name, setting.value, ', '.join(setting.choices)))
-
-
-class ObnamApp(cliapp.Application):
-    """The obnam program: core settings, plugins, and the run's end."""
+class ObnamApp(application.Application):
+    """The obnam program: core settings, plugins, list-formats and
+    list-errors."""
 
     def __init__(self, stdout=None, stderr=None):
         super().__init__(progname='obnam', version=__version__,
-                         description=DESCRIPTION)
-        self.settings = ObnamSettings(
-            'obnam', __version__, usage=self._format_usage,
-            description=self._format_description)
-        self.memory_profile_dumper = cliapp.MemoryProfileDumper(self.settings)
-        self.stdout = stdout if stdout is not None else sys.stdout
-        self.stderr = stderr if stderr is not None else sys.stderr
+                         description=DESCRIPTION, stdout=stdout,
+                         stderr=stderr)
         self.plugins = []
-        self.exit_code = 0
-        self.ui = None
-        self.output = self.stdout
         self._unimplemented = set()
         self._defaults = {}
-        self._logging_ready = False
 
     # --- settings ---------------------------------------------------------
 
@@ -151,7 +58,7 @@ class ObnamApp(cliapp.Application):
         """These settings are honoured now (undoes accept_unimplemented)."""
         self._unimplemented.difference_update(names)
 
-    def _remember_defaults(self):
+    def all_settings_added(self):
         self._defaults = {name: copy.deepcopy(self.settings[name])
                           for name in self.settings.keys()}
 
@@ -163,6 +70,10 @@ class ObnamApp(cliapp.Application):
                     'Setting %s is accepted but not implemented in this '
                     'version; it has no effect', name)
 
+    def log_config(self):
+        super().log_config()
+        self._log_unimplemented_settings()
+
     # --- plugins ----------------------------------------------------------
 
     def setup_plugin_manager(self):
@@ -173,110 +84,15 @@ class ObnamApp(cliapp.Application):
     def enable_plugins(self):
         for p in self.plugins:
             p.app = self
-            p.enable_wrapper()
+            p.enable()
+
+    def settings_ready(self):
+        for p in self.plugins:
+            p.settings_ready()
 
     def disable_plugins(self):
         for p in self.plugins:
-            p.disable_wrapper()
-
-    # --- running ----------------------------------------------------------
-
-    def _run(self, args=None, stderr=None, log=None):
-        try:
-            self._run_subcommand(sys.argv[1:] if args is None else args)
-        except BaseException as e:
-            self.exit_code = self._report_failure(e)
-        finally:
-            if self.ui is not None:
-                self._close_ui()
-        if self.exit_code == 0 and self._logging_ready:
-            logging.info('obnam version %s ends normally', __version__)
-
-    def _run_subcommand(self, args):
-        self._set_process_name()
-        self.add_settings()
-        self.setup_plugin_manager()
-        self.setup()
-        self.enable_plugins()
-        self.add_default_subcommands()
-        self._remember_defaults()
-        self.parse_args(args, configs_only=True)
-        self.settings.load_configs()
-        args = self.parse_args(args)
-        self.setup_logging()
-        self._logging_ready = True
-        self.log_config()
-        self.ui = ui.UserInterface(
-            quiet=self.settings['quiet'],
-            output_filename=self.settings['output'],
-            stdout=self.stdout, stderr=self.stderr)
-        self.output = self.ui.output
-        for p in self.plugins:
-            p.settings_ready()
-        self.process_args(args)
-        self.cleanup()
-        self.disable_plugins()
-
-    def _close_ui(self):
-        try:
-            self.ui.close()
-        except BrokenPipeError:
-            pass
-
-    def _report_failure(self, e):
-        """Tell the user in one line, the log in full; return exit code."""
-        if isinstance(e, SystemExit):
-            return self._system_exit(e)
-        if isinstance(e, KeyboardInterrupt):
-            self._log_traceback('Interrupted by the user')
-            return 255
-        if isinstance(e, BrokenPipeError):
-            return 1
-        if isinstance(e, OSError) and e.errno is not None:
-            e = errors.ObnamSystemError(
-                filename=e.filename or '', errno=e.errno, strerror=e.strerror)
-            text = str(e)
-        elif isinstance(e, (errors.ObnamError, cliapp.AppException)):
-            text = str(e)
-        else:
-            text = '%s: %s' % (type(e).__name__, str(e).splitlines()[0]
-                               if str(e) else '')
-        self._log_traceback('ERROR: %s' % text)
-        self._tell('ERROR: %s\n' % text)
-        return 1
-
-    def _system_exit(self, e):
-        if e.code is None or isinstance(e.code, int):
-            return e.code or 0
-        self._log_traceback('ERROR: %s' % e.code)
-        self._tell('ERROR: %s\n' % e.code)
-        return 1
-
-    def _tell(self, text):
-        try:
-            if self.ui is not None:
-                self.ui.error(text)
-            else:
-                self.stderr.write(text)
-                self.stderr.flush()
-        except BrokenPipeError:
-            pass
-
-    def _log_traceback(self, what):
-        if self._logging_ready:
-            logging.critical('%s\n%s', what, traceback.format_exc())
-
-    def log_config(self):
-        logging.info('obnam version %s starts', __version__)
-        logging.debug('sys.argv: %r', sys.argv)
-        logging.debug('current working directory: %s', os.getcwd())
-        logging.debug('uid: %d, effective uid: %d, gid: %d, effective gid: %d',
-                      os.getuid(), os.geteuid(), os.getgid(), os.getegid())
-        for name in sorted(os.environ):
-            logging.debug('environment: %s=%s', name, os.environ[name])
-        logging.debug('Config:\n%s', self.settings.config_text())
-        logging.debug('Python version: %s', sys.version)
-        self._log_unimplemented_settings()
+            p.disable()
 
     # --- what plugins use ---------------------------------------------------
 

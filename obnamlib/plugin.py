@@ -4,7 +4,8 @@ Each `obnamlib/plugins/*_plugin.py` defines one subclass of `ObnamPlugin`.
 The application finds it, sets `self.app`, and calls `enable()`, which
 registers the group's settings and subcommands.  The API a plugin uses:
 
-* Settings: register in `enable()` with the cliapp methods
+* Settings: register in `enable()` with the methods of
+  obnamlib.settings.Settings
   (`self.app.settings.string([...], help, default=..., group=...)`,
   `.boolean`, `.integer`, `.bytesize`, `.choice`, `.string_list`); read
   them in a command with `self.app.settings['name']`.  A setting that is
@@ -31,8 +32,6 @@ registers the group's settings and subcommands.  The API a plugin uses:
   success; set `self.app.exit_code` for other exit codes (nagios).
 """
 
-import cliapp
-
 from obnamlib import errors
 
 
@@ -42,7 +41,7 @@ class NotImplementedYet(errors.ObnamError):
     msg = '{what} is not implemented yet in this version of obnam'
 
 
-class ObnamPlugin(cliapp.Plugin):
+class ObnamPlugin:
     """A command group: settings plus subcommands, enabled by the app."""
 
     def __init__(self, app=None):

@@ -20,7 +20,8 @@ import sys
 
 from obnamlib import clock, forget_policy, forgetter, plugin
 
-# Long options cliapp adds itself; they count for prefix ambiguity.
+# Long options the command line has besides the settings (obnamlib.cmdline);
+# they count for prefix ambiguity.
 _FRAMEWORK_OPTIONS = (
     'help', 'help-all', 'version', 'config', 'no-default-configs',
     'list-config-files', 'dump-config', 'dump-setting-names',

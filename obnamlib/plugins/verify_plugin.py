@@ -7,10 +7,9 @@ stderr with --quiet; success is one line on stdout.
 
 import time
 
-import cliapp
-
 import obnamlib.errors
 import obnamlib.verifier
+import obnamlib.settings
 from obnamlib import plugin
 from obnamlib.plugins.backup_plugin import open_live_fs
 
@@ -36,8 +35,7 @@ class VerifyPlugin(plugin.ObnamPlugin):
             raise WrongNumberOfGenerationsForVerify()
         roots = list(args) or list(settings['root'])
         if not roots:
-            raise cliapp.AppException(
-                'Setting root has no value, but one is required')
+            raise obnamlib.settings.RequiredSettingMissing(name='root')
         fs, paths = open_live_fs(roots, settings)
         display = VerifyDisplay(self.app.ui.progress())
         try:

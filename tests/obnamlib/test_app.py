@@ -553,20 +553,6 @@ def test_command_chooses_exit_code(failing_app, home, tmp_path):
     assert (code, out, err) == (2, b'', b'')
 
 
-def test_missing_dependency_named_in_one_line(tmp_path):
-    """With cliapp hidden, bin/obnam names the Debian package to install."""
-    shadow = tmp_path / 'shadow'
-    shadow.mkdir()
-    (shadow / 'cliapp.py').write_text('raise ImportError("hidden")\n')
-    p = subprocess.run(['/usr/bin/python3', OBNAM, '--version'],
-                       env={'PYTHONPATH': str(shadow), 'PATH': '/usr/bin:/bin',
-                            'HOME': str(tmp_path)},
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert (p.returncode, p.stdout, p.stderr) == (
-        1, b'', b'obnam: missing Python module cliapp: install the Debian '
-        b'package python3-cliapp\n')
-
-
 # --- list-errors ------------------------------------------------------------
 
 def test_list_errors_catalogue(home):

@@ -1,0 +1,83 @@
+"""Where the log goes (cli.md §3.2, §13.2): the `log`, `log-level`,
+`log-max`, `log-keep` and `log-mode` settings.
+
+`--log FILE` appends to FILE (created with mode `log-mode`, 0600 by
+default), rotated once it would grow past `log-max` bytes, keeping
+`log-keep` old files (`FILE.1` the newest); lines are
+`YYYY-MM-DD HH:MM:SS LEVEL message`.  `--log syslog` sends
+`obnam: LEVEL message` to /dev/log, `--log stderr` writes
+`LEVEL message` to stderr, and `--log none` (or no `--log`) logs nothing.
+"""
+
+import logging
+import logging.handlers
+import os
+
+LEVELS = {
+    'debug': logging.DEBUG,
+    'info': logging.INFO,
+    'warning': logging.WARNING,
+    'error': logging.ERROR,
+    'critical': logging.CRITICAL,
+    'fatal': logging.FATAL,
+}
+FILE_FORMAT = '%(asctime)s %(levelname)s %(message)s'
+FILE_TIME_FORMAT = '%Y-%m-%d %H:%M:%S'
+STDERR_FORMAT = '%(levelname)s %(message)s'
+SYSLOG_ADDRESS = '/dev/log'
+
+
+class LogFile(logging.handlers.RotatingFileHandler):
+    """A rotating log file whose new files get the permissions `mode`,
+    whatever the umask (a log may name files people keep private)."""
+
+    def __init__(self, filename, mode, max_bytes, keep):
+        self.permissions = mode
+        super().__init__(filename, maxBytes=max_bytes, backupCount=keep,
+                         delay=False)
+
+    def _open(self):
+        if not os.path.exists(self.baseFilename):
+            os.close(os.open(self.baseFilename, os.O_CREAT | os.O_WRONLY,
+                             self.permissions))
+        return super()._open()
+
+
+def log_handler(settings, progname):
+    """(handler, level) for the settings; no logging means a handler that
+    drops everything and a level that lets almost nothing through."""
+    target = settings['log']
+    level = LEVELS.get(settings['log-level'], logging.INFO)
+    if target == 'syslog':
+        return syslog_handler(progname), level
+    if target == 'stderr':
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter(STDERR_FORMAT))
+        return handler, level
+    if target and target != 'none':
+        return file_handler(settings), level
+    return logging.NullHandler(), logging.FATAL
+
+
+def syslog_handler(progname):
+    handler = logging.handlers.SysLogHandler(address=SYSLOG_ADDRESS)
+    prefix = progname.replace('%', '%%')
+    handler.setFormatter(logging.Formatter(
+        prefix + ': %(levelname)s %(message)s'))
+    return handler
+
+
+def file_handler(settings):
+    handler = LogFile(settings['log'], int(settings['log-mode'], 8),
+                      settings['log-max'], settings['log-keep'])
+    handler.setFormatter(logging.Formatter(FILE_FORMAT, FILE_TIME_FORMAT))
+    return handler
+
+
+def setup_logging(settings, progname, logger=None):
+    """Send the root logger (or `logger`) where the settings say."""
+    handler, level = log_handler(settings, progname)
+    logger = logging.getLogger() if logger is None else logger
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    return handler
