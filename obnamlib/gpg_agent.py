@@ -110,7 +110,7 @@ def decrypt_many(messages, subkeys, gnupghome=None, each=None):
     the caller may be waiting for the first while the rest are done."""
     plains = [None] * len(messages)
     path = socket_path(gnupghome)
-    if not subkeys or path is None or not cfb.blocks_available():
+    if not subkeys or path is None:
         return plains
     with gpg.home_turn(gnupghome):
         _decrypt_through(path, messages, subkeys, plains, each)
@@ -142,7 +142,8 @@ def _decrypt_through(path, messages, subkeys, plains, each=None):
 
 def decrypt(agent, message, subkeys):
     """The plaintext of a public-key encrypted message (PKESK v3 packets,
-    then SEIPD) for one of subkeys; NotHere if none fits."""
+    then SEIPD, or GnuPG 2.3+'s AEAD packet) for one of subkeys; NotHere
+    if none fits."""
     session = None
     for tag, body in openpgp_packets.iter_packets(message):
         if tag == PKESK and session is None:
@@ -152,6 +153,11 @@ def decrypt(agent, message, subkeys):
                 raise NotHere()
             cipher_id, key = session
             return openpgp.decrypt_seipd(body, cipher_id, key)
+        elif tag == openpgp_packets.AEAD:    # GnuPG 2.3+ may write this
+            if session is None:
+                raise NotHere()
+            return bytes(openpgp.message_content(
+                openpgp.decrypt_aead(body, session[1])))
         elif tag != openpgp_packets.MARKER and tag != PKESK:
             raise NotHere()
     raise NotHere()

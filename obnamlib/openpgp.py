@@ -9,7 +9,8 @@ kind every gpg since 1.4 reads.  We never write AEAD (tag 20) packets.
 
 Reading accepts what gpg and old Obnam wrote: SKESK (tag 3) with or without
 an encrypted session key, SEIPD with MDC (verified), old SED (tag 9, no
-integrity check; CAST5 in 2012-2014 repositories), compressed packets
+integrity check; CAST5 in 2012-2014 repositories), GnuPG 2.3+'s SKESK v5
+and AEAD packets (tag 20, obnamlib.openpgp_aead), compressed packets
 (ZIP, ZLIB, BZip2) and literal data.
 
 It can also encrypt a short message to RSA and ECDH (Curve25519, NIST)
@@ -24,10 +25,9 @@ import hmac
 import logging
 import os
 import threading
-import warnings
 import zlib
 
-from obnamlib import cfb, errors
+from obnamlib import cfb, errors, openpgp_aead
 from obnamlib.openpgp_packets import (
     COMPRESSED, LITERAL, MARKER, MDC, SED, SEIPD, SKESK, AEAD,
     OpenPgpFormatError, header, iter_packets, packet, read_packet)
@@ -66,16 +66,12 @@ class DecryptionFailed(errors.ObnamError):
     msg = 'Decryption failed: {reason}'
 
 
-def _algorithm(cipher_id, key):
-    from cryptography.hazmat.primitives.ciphers import algorithms
+def _algorithm_name(cipher_id):
     try:
-        name, _ = CIPHERS[cipher_id]
+        return CIPHERS[cipher_id][0]
     except KeyError:
         raise OpenPgpFormatError(
             reason='unsupported cipher algorithm %d' % cipher_id)
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        return getattr(algorithms, name)(key)
 
 
 def key_length(cipher_id):
@@ -91,21 +87,15 @@ def block_size(cipher_id):
         else 8
 
 
-def _openssl_aes(cipher_id, key):
-    """Whether obnamlib.cfb can run this cipher with this key."""
-    return (CIPHERS.get(cipher_id, ('',))[0] == 'AES' and cfb.available()
+def _whole_message_aes(cipher_id, key):
+    """Whether cfb.CfbMessageDecryptor can decrypt with this key."""
+    return (CIPHERS.get(cipher_id, ('',))[0] == 'AES'
             and len(key) == key_length(cipher_id))
 
 
 def _cfb(cipher_id, key, iv):
-    """A CFB cipher: AES straight from OpenSSL where we can (obnamlib.cfb:
-    much cheaper to load), else cryptography's Cipher API."""
-    if _openssl_aes(cipher_id, key):
-        return cfb.AesCfb(key, iv)
-    from cryptography.hazmat.primitives.ciphers import Cipher, modes
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        return Cipher(_algorithm(cipher_id, key), modes.CFB(iv))
+    """A CFB cipher of this OpenPGP algorithm (cryptography's Cipher)."""
+    return cfb.cipher(_algorithm_name(cipher_id), key, iv)
 
 
 @functools.lru_cache(maxsize=64)
@@ -286,11 +276,16 @@ def _encrypt_seipd_into(key, parts, lead, new_view):
 
 def _skesk_key(body, passphrase, cache):
     """(cipher id, session key) from a SKESK packet and the passphrase."""
-    if len(body) < 4 or body[0] != 4:
+    if len(body) < 4 or body[0] not in (4, 5):
         raise OpenPgpFormatError(reason='unsupported SKESK packet version')
     cipher_id = body[1]
-    hash_id, salt, count, pos = parse_s2k(body, 2)
+    hash_id, salt, count, pos = parse_s2k(body, 2 if body[0] == 4 else 3)
     kek = cache.get(passphrase, key_length(cipher_id), hash_id, salt, count)
+    if body[0] == 5:        # GnuPG 2.3+ for AEAD packets
+        try:
+            return openpgp_aead.skesk5_unwrap(body, pos, kek)
+        except openpgp_aead.AeadFailed:
+            raise DecryptionFailed(reason='wrong passphrase')
     encrypted = body[pos:]
     if not encrypted:
         return cipher_id, kek
@@ -372,20 +367,17 @@ class _FastZeroIvDecryptor:
         self.messages = cfb.CfbMessageDecryptor(key, bytes(16))
 
     def decrypt(self, data, into=None):
-        size = len(data)
+        size = len(data) + 15       # room decrypt_into asks
         buf = bytearray(size) if into is None else into(size)
         count = self.messages.decrypt_into(data, buf)
         return memoryview(buf)[:count]
 
 
 def _fast_zero_iv_decryptor(cipher_id, key):
-    """A _FastZeroIvDecryptor where OpenSSL can run one, else None."""
-    if not (_openssl_aes(cipher_id, key) and cfb.blocks_available()):
+    """A _FastZeroIvDecryptor for AES, else None."""
+    if not _whole_message_aes(cipher_id, key):
         return None
-    try:
-        return _FastZeroIvDecryptor(key)
-    except ValueError:      # this OpenSSL lacks AES in ECB or CBC mode
-        return None
+    return _FastZeroIvDecryptor(key)
 
 
 def _decrypt_seipd(body, cipher_id, key, into=None):
@@ -410,6 +402,16 @@ def decrypt_seipd(body, cipher_id, key):
     (a public-key encrypted message: obnamlib.gpg_agent)."""
     return bytes(message_content(
         _decrypt_seipd(memoryview(body), cipher_id, key)))
+
+
+def decrypt_aead(body, key):
+    """The decrypted packets of an AEAD packet (tag 20) body, given its
+    session key: what GnuPG 2.3 and later may write."""
+    try:
+        return openpgp_aead.decrypt(body, key)
+    except openpgp_aead.AeadFailed:
+        raise DecryptionFailed(reason='wrong key, or the data has been '
+                               'modified (AEAD tag check failed)')
 
 
 _warned_no_mdc = []
@@ -550,8 +552,10 @@ class SymmetricCipher:
                     plain = _decrypt_sed(body, cipher_id, key)
                 return self._content(plain, tag)
             elif tag == AEAD:
-                raise OpenPgpFormatError(
-                    reason='AEAD encrypted data (tag 20) is not supported')
+                if key is None:
+                    raise OpenPgpFormatError(
+                        reason='no passphrase-encrypted session key')
+                return message_content(decrypt_aead(body, key))
             else:
                 raise OpenPgpFormatError(
                     reason='unexpected packet %d before encrypted data' % tag)

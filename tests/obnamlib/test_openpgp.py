@@ -228,7 +228,8 @@ def test_reference_repository_files(cipher, reference_repo,
         for name in names:
             if name in ('key', 'userkeys', 'lock'):
                 continue
-            raw = open(os.path.join(dirpath, name), 'rb').read()
+            with open(os.path.join(dirpath, name), 'rb') as f:
+                raw = f.read()
             assert raw.startswith(b'encrypt1\0')
             ours = cipher.decrypt(raw[9:], passphrase)
             if checked < 2:     # gpg is slow; compare a sample

@@ -1,0 +1,146 @@
+"""Reading what GnuPG 2.4.7 writes with OCB (AEAD packets, tag 20; SKESK
+v5): messages made by Debian 13's gpg 2.4.7 with --force-ocb, as upstream
+GnuPG 2.4 writes them to keys that advertise AEAD (tests/data/gpg24/README).
+Read in process (openpgp, gpg_agent) and compared with this machine's gpg."""
+
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+from obnamlib import gpg, gpg_agent, openpgp, openpgp_aead, openpgp_packets
+from tests.gpg_fixture import GpgHome
+
+DATA = pathlib.Path(__file__).resolve().parents[1] / 'data' / 'gpg24'
+PASSPHRASE = '0123456789abcdef' * 4
+SHORT = b'hello, gpg 2.4.7'
+PLAIN = (DATA / 'plain-1000').read_bytes()
+
+
+def fixture(name):
+    return (DATA / name).read_bytes()
+
+
+def shapes(message):
+    return [(tag, bytes(body[:1])) for tag, body in
+            openpgp_packets.iter_packets(message)]
+
+
+@pytest.mark.parametrize('name,expected', [
+    ('sym-ocb-short.gpg', SHORT),
+    ('sym-ocb-chunked.gpg', PLAIN),     # 64-byte chunks, partial lengths
+    ('sym-ocb-exact.gpg', PLAIN[:128]),  # uncompressed, chunks end flush
+    ('sym-default-short.gpg', SHORT),   # gpg 2.4.7's default: SEIPD v1
+])
+def test_symmetric_messages_of_gpg_2_4_are_read(name, expected):
+    message = fixture(name)
+    if 'ocb' in name:
+        assert shapes(message)[0] == (openpgp_packets.SKESK, b'\x05')
+        assert shapes(message)[1][0] == openpgp_packets.AEAD
+    assert openpgp.decrypt_symmetric(message, PASSPHRASE) == expected
+
+
+def test_wrong_passphrase_for_skesk5_is_a_decryption_failure():
+    with pytest.raises(openpgp.DecryptionFailed) as info:
+        openpgp.decrypt_symmetric(fixture('sym-ocb-short.gpg'), 'x' * 64)
+    assert 'wrong passphrase' in str(info.value)
+
+
+@pytest.mark.parametrize('offset', [120, 300, -5])  # a chunk; the final tag
+def test_a_changed_byte_in_an_aead_packet_is_refused(offset):
+    message = bytearray(fixture('sym-ocb-chunked.gpg'))
+    message[offset] ^= 0x40
+    with pytest.raises(openpgp.DecryptionFailed) as info:
+        openpgp.decrypt_symmetric(bytes(message), PASSPHRASE)
+    assert 'AEAD tag check failed' in str(info.value)
+
+
+def test_a_dropped_chunk_is_refused():
+    """Chunks carry their index in their nonce and associated data."""
+    message = fixture('sym-ocb-exact.gpg')
+    tag, body, end = openpgp_packets.read_packet(message, 79)
+    assert tag == openpgp_packets.AEAD and end == len(message)
+    head = 4 + 15
+    dropped = bytes(body[:head]) + bytes(body[head + 80:])
+    with pytest.raises(openpgp.DecryptionFailed):
+        openpgp.decrypt_aead(dropped, b'\0' * 32)
+    skesk = message[:79]
+    forged = skesk + openpgp_packets.packet(openpgp_packets.AEAD, dropped)
+    with pytest.raises(openpgp.DecryptionFailed):
+        openpgp.decrypt_symmetric(forged, PASSPHRASE)
+
+
+# The EAX paper's test vectors (Bellare, Rogaway, Wagner), first two:
+# key, nonce, header, message, ciphertext with tag.
+EAX_VECTORS = [
+    ('233952DEE4D5ED5F9B9C6D6FF80FF478', '62EC67F9C3A4A407FCB2A8C49031A8B3',
+     '6BFB914FD07EAE6B', '', 'E037830E8389F27B025A2D6527E79D01'),
+    ('91945D3F4DCBEE0BF45EF52255F095A4', 'BECAF043B0A23D843194BA972C66DEBD',
+     'FA3BFD4806EB53FA', 'F7FB', '19DD5C4C9331049D0BDAB0277408F67967E5'),
+]
+
+
+@pytest.mark.parametrize('key,nonce,header,message,sealed', EAX_VECTORS)
+def test_eax_matches_the_papers_vectors(key, nonce, header, message, sealed):
+    eax = openpgp_aead._Eax(bytes.fromhex(key))
+    assert eax.decrypt(bytes.fromhex(nonce), bytes.fromhex(sealed),
+                       bytes.fromhex(header)) == bytes.fromhex(message)
+    broken = bytearray.fromhex(sealed)
+    broken[-1] ^= 1
+    with pytest.raises(Exception):
+        eax.decrypt(bytes.fromhex(nonce), bytes(broken),
+                    bytes.fromhex(header))
+
+
+@pytest.fixture(scope='module')
+def gpg24_home():
+    """A GnuPG home holding the key gpg 2.4.7 made with its defaults
+    (ed25519 + cv25519, no passphrase), imported by this machine's gpg."""
+    home = GpgHome('g4')
+    home.gpg('--import', str(DATA / 'secret-key.gpg'))
+    subprocess.run(['gpg-connect-agent', '--homedir', home.path, '/bye'],
+                   capture_output=True, check=True)
+    yield home
+    home.cleanup()
+
+
+def test_key_made_by_gpg_2_4_has_its_default_algorithms(gpg24_home):
+    listing = gpg.require_secret_key(
+        (DATA / 'fingerprint').read_text().strip(), gpg24_home.path)
+    subkeys = gpg_agent.parse_secret_listing(listing)
+    assert sorted((k.algorithm, k.curve) for k in subkeys.values()) == [
+        (18, 'cv25519'), (22, 'ed25519')]
+
+
+@pytest.mark.parametrize('name,expected', [
+    ('pk-ocb-short.gpg', SHORT), ('pk-ocb-chunked.gpg', PLAIN),
+    ('pk-default-short.gpg', SHORT)])
+def test_agent_path_reads_public_key_messages_of_gpg_2_4(gpg24_home, name,
+                                                         expected):
+    message = fixture(name)
+    fingerprint = (DATA / 'fingerprint').read_text().strip()
+    subkeys = gpg_agent.parse_secret_listing(
+        gpg.require_secret_key(fingerprint, gpg24_home.path))
+    got = []
+    assert gpg_agent.decrypt_many(
+        [message], subkeys, gpg24_home.path,
+        each=lambda i, plain: got.append(plain)) == [expected]
+    assert got == [expected]        # in process, not left to gpg
+    assert gpg.decrypt(message, gpg24_home.path) == expected
+
+
+def test_agent_path_refuses_a_changed_aead_message(gpg24_home):
+    message = bytearray(fixture('pk-ocb-short.gpg'))
+    message[-3] ^= 1
+    fingerprint = (DATA / 'fingerprint').read_text().strip()
+    subkeys = gpg_agent.parse_secret_listing(
+        gpg.require_secret_key(fingerprint, gpg24_home.path))
+    assert gpg_agent.decrypt_many([bytes(message)], subkeys,
+                                  gpg24_home.path) == [None]
+
+
+def test_obnam_never_writes_aead():
+    message = openpgp.encrypt_symmetric(os.urandom(100), PASSPHRASE)
+    assert shapes(message) == [(openpgp_packets.SKESK, b'\x04'),
+                               (openpgp_packets.SEIPD, b'\x01')]
