@@ -128,7 +128,8 @@ def read_ini(settings, path, f):
         parser.read_file(f, source=path)
         items = [(name, parser.get(CONFIG_SECTION, name))
                  for name in parser.options(CONFIG_SECTION)]
-        others = [(section, dict(parser.items(section)))
+        others = [(section, {name: parser.get(section, name)
+                             for name in parser.options(section)})
                   for section in parser.sections()
                   if section != CONFIG_SECTION]
     except configparser.Error as e:
