@@ -3,6 +3,7 @@
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -12,11 +13,15 @@ RUNNER = os.path.abspath(os.path.join(
 
 
 def yarn(tmp_path, text, *args, env=None, name='s.yarn'):
-    """Write a yarn file into tmp_path, run the runner there."""
+    """Write a yarn file into tmp_path, run the runner there.
+
+    The runner runs under the Python that runs the tests, so that the
+    tests check it on each Python they run on.
+    """
     (tmp_path / name).write_text(text)
     return subprocess.run(
-        [RUNNER, *args, name], cwd=tmp_path, capture_output=True, text=True,
-        stdin=subprocess.DEVNULL, timeout=60,
+        [sys.executable, RUNNER, *args, name], cwd=tmp_path,
+        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60,
         env=dict(os.environ, **(env or {})))
 
 
@@ -257,24 +262,38 @@ def test_parallel_failure_is_reported_with_its_own_output(tmp_path):
     assert 'Failed scenarios:\n    - s2\n' in r.stderr
 
 
-def test_sigterm_kills_running_steps_and_exits_255(tmp_path):
+def test_sigterm_kills_steps_and_what_they_left_running_exit_255(tmp_path):
     (tmp_path / 's.yarn').write_text(code(
-        'SCENARIO s', 'THEN it waits',
-        'IMPLEMENTS THEN it waits',
+        'SCENARIO s', 'GIVEN a server', 'THEN it waits',
+        'IMPLEMENTS GIVEN a server',
         'mkfifo "$DATADIR/fifo"',
+        'cat "$DATADIR/fifo" > /dev/null 2>&1 &',
+        'echo $! > "$SRCDIR/server"',
+        'IMPLEMENTS THEN it waits',
         'echo $$ > "$SRCDIR/pid.tmp" && mv "$SRCDIR/pid.tmp" "$SRCDIR/pid"',
         'cat "$DATADIR/fifo"'))
-    runner = subprocess.Popen([RUNNER, 's.yarn'], cwd=tmp_path,
-                              stdin=subprocess.DEVNULL,
+    runner = subprocess.Popen([sys.executable, RUNNER, 's.yarn'],
+                              cwd=tmp_path, stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         step_pid = wait_for_pid_file(tmp_path / 'pid')
+        server_pid = int((tmp_path / 'server').read_text())
+        assert process_is_running(server_pid)
         runner.send_signal(signal.SIGTERM)
         assert runner.wait(timeout=20) == 255
         assert not process_is_running(step_pid)
+        assert wait_until_gone(server_pid)
     finally:
         runner.kill()
         runner.communicate()
+
+
+def wait_until_gone(pid):
+    """SIGTERM takes effect soon, but not at once."""
+    deadline = time.monotonic() + 10
+    while process_is_running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not process_is_running(pid)
 
 
 def wait_for_pid_file(path):

@@ -56,6 +56,7 @@ class ScenarioRun:
         self.settings = settings
         self.report = report
         self.steps_run = 0
+        self.groups = []
 
     def run(self):
         self.report.info(0, f'Running scenario {self.scenario.name}')
@@ -65,7 +66,12 @@ class ScenarioRun:
         try:
             datadir = self._make_datadir(tempdir)
             status = self._run_steps(datadir)
+        except BaseException:
+            # Interrupted: stop this scenario's background processes too.
+            step_process.kill_all_running()
+            raise
         finally:
+            step_process.forget_groups(self.groups)
             shutil.rmtree(tempdir, ignore_errors=True)
         return ScenarioResult(self.scenario, status, self.steps_run)
 
@@ -122,13 +128,15 @@ class ScenarioRun:
         self.steps_run += 1
         script = self._write_script(step)
         try:
-            return step_process.run_script(
+            outcome = step_process.run_script(
                 [self.settings.shell, *self.settings.shell_args, script],
                 self._env(datadir, step),
                 datadir if self.settings.cd_datadir else '.',
                 timeout=max(deadline - time.monotonic(), 0.001))
         finally:
             os.remove(script)
+        self.groups.append(outcome.group)
+        return outcome
 
     def _write_script(self, step):
         fd, script = tempfile.mkstemp(prefix='yarn-step-')

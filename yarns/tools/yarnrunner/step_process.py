@@ -6,6 +6,11 @@ starts can read the runner's terminal.  As in cmdtest's yarn, a step
 is over only when the shell has exited *and* its stdout and stderr are
 closed (a background process that keeps them open holds the step);
 its stdin is an empty pipe.
+
+Background processes a step leaves behind (a FUSE server, sshd) live on
+in its process group for the later steps; the group ids of a running
+scenario's steps are remembered until the scenario ends, so that an
+interrupted run can stop them too.
 """
 
 import dataclasses
@@ -17,7 +22,8 @@ import threading
 KILL_GRACE = 2.0      # seconds between SIGTERM and SIGKILL
 DRAIN_GRACE = 2.0     # seconds to collect output after the kill
 
-_live = set()
+_live = set()          # Popen objects of steps running now
+_groups = set()        # process groups of running scenarios' steps
 _live_lock = threading.Lock()
 _interrupted = threading.Event()
 
@@ -28,6 +34,7 @@ class StepOutcome:
     stdout: bytes
     stderr: bytes
     timed_out: bool = False
+    group: int = None
 
 
 def run_script(argv, env, cwd, timeout):
@@ -40,8 +47,11 @@ def run_script(argv, env, cwd, timeout):
         stderr=subprocess.PIPE, env=env, cwd=cwd, start_new_session=True)
     with _live_lock:
         _live.add(proc)
+        _groups.add(proc.pid)
     try:
-        return _wait(proc, timeout)
+        outcome = _wait(proc, timeout)
+        outcome.group = proc.pid
+        return outcome
     except BaseException:
         _signal_group(proc.pid, signal.SIGKILL)
         raise
@@ -94,10 +104,20 @@ def _signal_group(pgid, signum):
         pass
 
 
+def forget_groups(groups):
+    """A scenario has ended: its steps' group ids may be reused now."""
+    with _live_lock:
+        _groups.difference_update(groups)
+
+
 def kill_all_running():
-    """Kill all running steps' process groups; start no more steps."""
+    """Kill running steps and what running scenarios left in the
+    background; start no more steps."""
     _interrupted.set()
     with _live_lock:
         procs = list(_live)
+        groups = list(_groups)
     for proc in procs:
         _signal_group(proc.pid, signal.SIGKILL)
+    for group in groups:
+        _signal_group(group, signal.SIGTERM)
