@@ -62,6 +62,22 @@ class GpgHome:
         self.keys[name] = fpr
         return fpr
 
+    def generate_default_key(self, name):
+        """A passphrase-less key with this gpg's own default algorithms
+        (`default default never`: rsa3072 with gpg 2.2, ed25519 + cv25519
+        with gpg 2.4); returns its fingerprint."""
+        uid = '%s <%s@example.com>' % (name, name.lower())
+        self.gpg('--passphrase', '', '--pinentry-mode', 'loopback',
+                 '--quick-gen-key', uid, 'default', 'default', 'never')
+        fpr = self.fingerprint(uid)
+        self.keys[name] = fpr
+        return fpr
+
+    def version(self):
+        """This gpg's version as a tuple of ints."""
+        first = self.gpg('--version').stdout.decode().splitlines()[0]
+        return tuple(int(part) for part in first.split()[-1].split('.'))
+
     def add_encryption_subkey(self, fpr, algorithm):
         """A new encryption subkey (e.g. rsa2048, nistp256, cv25519) of
         key fpr; returns its 16-hex key id."""

@@ -11,6 +11,7 @@ from obnamlib import errors, gpg, openpgp, openpgp_packets, repo_fs
 from obnamlib import toplevel_keys
 from tests.gpg_fixture import (REFERENCE_DIR, REFERENCE_KEY,  # noqa: F401
                                GpgHome, gpg_home, reference_gpg_home)
+from tests.reference_data import extract_all
 
 
 def packet_tags(data):
@@ -145,7 +146,7 @@ def test_random_key_text():
 def reference_repo(tmp_path):
     name = 'repo-format-6-encrypted-deflated.tar.xz'
     with tarfile.open(os.path.join(REFERENCE_DIR, name)) as tar:
-        tar.extractall(str(tmp_path))
+        extract_all(tar, str(tmp_path))
     return tmp_path / 'repo'
 
 
