@@ -224,6 +224,25 @@ def test_timeout_kills_the_steps_process_group_and_runs_finally(tmp_path):
     assert not process_is_running(int((tmp_path / 'child').read_text()))
 
 
+def test_timeout_names_a_background_process_holding_the_output(tmp_path):
+    # cmdtest's yarn would wait for ever: a step ends when its output
+    # closes.  The escapee is in a session of its own, out of reach of the
+    # kill; the test ends it.
+    r = yarn(tmp_path, code(
+        'SCENARIO leaks', 'WHEN it leaves a process behind', 'THEN mark x',
+        *MARK, 'IMPLEMENTS WHEN it leaves a process behind',
+        'mkfifo "$SRCDIR/fifo"',
+        'setsid cat "$SRCDIR/fifo" &',
+        'echo $! > "$SRCDIR/escapee"'), '--timeout', '1')
+    escapee = int((tmp_path / 'escapee').read_text())
+    try:
+        assert r.returncode == 1
+        assert 'timed out (limit 1 s) in step "WHEN it leaves' in r.stderr
+        assert 'kept its stdout or stderr open' in r.stderr
+    finally:
+        os.kill(escapee, signal.SIGKILL)
+
+
 def process_is_running(pid):
     try:
         with open(f'/proc/{pid}/stat') as f:

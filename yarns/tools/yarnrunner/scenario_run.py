@@ -158,6 +158,11 @@ class ScenarioRun:
                 f'ERROR: scenario "{name}" timed out '
                 f'(limit {self.settings.timeout:g} s) in step "{step}"; '
                 f'its process group was killed')
+            if outcome.held_open:
+                self.report.error(
+                    'The step\'s shell had exited, but a process it started '
+                    'kept its stdout or stderr open (redirect the output '
+                    'of background processes)')
         else:
             self.report.error(f'ERROR: scenario "{name}": step "{step}" '
                               f'failed with exit code {outcome.exit_code}')

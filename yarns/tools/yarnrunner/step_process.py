@@ -35,6 +35,7 @@ class StepOutcome:
     stderr: bytes
     timed_out: bool = False
     group: int = None
+    held_open: bool = False   # the shell had exited; its output had not
 
 
 def run_script(argv, env, cwd, timeout):
@@ -65,9 +66,11 @@ def _wait(proc, timeout):
         out, err = proc.communicate(timeout=timeout)
         return StepOutcome(proc.returncode, out, err)
     except subprocess.TimeoutExpired:
+        held_open = proc.poll() is not None
         kill_group(proc)
         out, err = _drain(proc)
-        return StepOutcome(_exit_code(proc), out, err, timed_out=True)
+        return StepOutcome(_exit_code(proc), out, err, timed_out=True,
+                           held_open=held_open)
 
 
 def _drain(proc):
