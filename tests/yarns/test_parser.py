@@ -12,7 +12,8 @@ def steps(scenario):
 
 def test_and_repeats_the_previous_keyword():
     scenarios, _ = parse_blocks([
-        'SCENARIO s\nGIVEN a\nAND b\nWHEN c\nAND d\nTHEN e\nFINALLY f\nAND g\n'])
+        'SCENARIO s\nGIVEN a\nAND b\nWHEN c\nAND d\nTHEN e\n'
+        'FINALLY f\nAND g\n'])
     assert steps(scenarios[0]) == [
         ('GIVEN', 'a'), ('GIVEN', 'b'), ('WHEN', 'c'), ('WHEN', 'd'),
         ('THEN', 'e'), ('FINALLY', 'f'), ('FINALLY', 'g')]

@@ -30,10 +30,11 @@ def code(*lines):
     return 'Prose.\n\n' + ''.join(f'    {line}\n' for line in lines) + '\n'
 
 
-MARK = ('IMPLEMENTS GIVEN mark (\\S+)', 'echo "$MATCH_1" >> "$SRCDIR/marks"',
-        'IMPLEMENTS THEN mark (\\S+)', 'echo "$MATCH_1" >> "$SRCDIR/marks"',
-        'IMPLEMENTS FINALLY mark (\\S+)', 'echo "$MATCH_1" >> "$SRCDIR/marks"',
-        'IMPLEMENTS ASSUMING mark (\\S+)', 'echo "$MATCH_1" >> "$SRCDIR/marks"',
+APPEND_MATCH = 'echo "$MATCH_1" >> "$SRCDIR/marks"'
+MARK = ('IMPLEMENTS GIVEN mark (\\S+)', APPEND_MATCH,
+        'IMPLEMENTS THEN mark (\\S+)', APPEND_MATCH,
+        'IMPLEMENTS FINALLY mark (\\S+)', APPEND_MATCH,
+        'IMPLEMENTS ASSUMING mark (\\S+)', APPEND_MATCH,
         'IMPLEMENTS ASSUMING impossible', 'false',
         'IMPLEMENTS THEN failure', 'echo to-stdout; echo to-stderr >&2; false',
         'IMPLEMENTS FINALLY failure', 'false')
@@ -322,3 +323,16 @@ def wait_for_pid_file(path):
             pytest.fail(f'{path} never appeared')
         time.sleep(0.05)
     return int(path.read_text())
+
+
+def test_tempdir_option_keeps_scenarios_apart_below_it(tmp_path):
+    r = yarn(tmp_path, code(
+        'SCENARIO a', 'THEN datadir is below temp',
+        'SCENARIO b', 'THEN datadir is below temp',
+        'IMPLEMENTS THEN datadir is below temp',
+        'case "$DATADIR" in "$SRCDIR"/temp/*) ;; *) exit 1 ;; esac',
+        'echo "$DATADIR" >> "$SRCDIR/datadirs"'), '--tempdir', 'temp',
+        '--jobs', '2')
+    assert r.returncode == 0, r.stderr
+    assert len(set((tmp_path / 'datadirs').read_text().split())) == 2
+    assert os.listdir(tmp_path / 'temp') == []

@@ -46,7 +46,7 @@ def _run(args, report):
     for line in err_lines:
         report.error(line)
     for line in out_lines:
-        report._write(report.out, line + '\n')
+        report.result(line)
     return 1 if err_lines else 0
 
 
@@ -130,7 +130,7 @@ def _argument_parser():
     p.add_argument('-r', '--run', action='append', default=[],
                    metavar='SCENARIO', help='run only SCENARIO (repeatable)')
     p.add_argument('--tempdir', metavar='DIR',
-                   help='make DATADIRs below DIR (removed after each one)')
+                   help='make temporary directories below DIR')
     p.add_argument('--shell', default='/bin/sh',
                    help='run steps with SHELL (default /bin/sh)')
     p.add_argument('--shell-arg', action='append', metavar='ARG',

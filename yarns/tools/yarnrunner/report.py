@@ -29,6 +29,10 @@ class Report:
     def error(self, message):
         self._write(self.err, message + '\n')
 
+    def result(self, message):
+        """A closing line, shown even when quiet."""
+        self._write(self.out, message + '\n')
+
     def _write(self, stream, text):
         with self._lock:
             stream.write(text)

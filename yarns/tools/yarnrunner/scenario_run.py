@@ -7,7 +7,7 @@ one of them fails.  Each step is a fresh shell: the shell libraries and
 the step's code in one script, run as SHELL SHELL-ARGS SCRIPT (by
 default `/bin/sh -xeu SCRIPT`) in the runner's working directory, or in
 DATADIR with --cd-datadir.  DATADIR is TEMP/NAME/datadir, with TEMP a
-new temporary directory (or --tempdir), removed afterwards.
+new temporary directory (below --tempdir, if given), removed afterwards.
 
 The time limit covers the ASSUMING and GIVEN/WHEN/THEN steps together;
 the FINALLY steps then get the same limit again, so that cleanup still
@@ -76,10 +76,14 @@ class ScenarioRun:
         return ScenarioResult(self.scenario, status, self.steps_run)
 
     def _make_tempdir(self):
+        """A new directory (below --tempdir, if given) for this scenario.
+
+        Unlike cmdtest's yarn, --tempdir does not make all scenarios share
+        one directory: that would not work with --jobs.
+        """
         if self.settings.tempdir:
-            tempdir = os.path.abspath(self.settings.tempdir)
-            os.makedirs(tempdir, exist_ok=True)
-            return tempdir
+            os.makedirs(self.settings.tempdir, exist_ok=True)
+            return tempfile.mkdtemp(dir=os.path.abspath(self.settings.tempdir))
         return tempfile.mkdtemp()
 
     def _make_datadir(self, tempdir):
