@@ -27,20 +27,20 @@ import traceback
 
 from obnamlib import cmdline, config_files, errors, log_setup, ui
 from obnamlib.memory_profile import MemoryProfiler
-from obnamlib.settings import Settings, UncodedError
+from obnamlib.settings import Settings, Uncoded
 
 
-class NoSubcommand(UncodedError):
+class NoSubcommand(Uncoded, errors.ObnamError):
     code = 'R958ECX'
     msg = 'must give subcommand'
 
 
-class UnknownSubcommand(UncodedError):
+class UnknownSubcommand(Uncoded, errors.ObnamError):
     code = 'R716AAX'
     msg = 'unknown subcommand {name}'
 
 
-class UnknownHelpSubcommand(UncodedError):
+class UnknownHelpSubcommand(Uncoded, errors.ObnamError):
     code = 'R75589X'
     msg = 'Unknown subcommand {name}'
 

@@ -18,23 +18,24 @@ whose `config` key maps setting names to values.
 import configparser
 import os
 
-from obnamlib.settings import UncodedError
+from obnamlib import errors
+from obnamlib.settings import Uncoded
 
 PROGNAME = 'obnam'
 CONFIG_SECTION = 'config'
 
 
-class ConfigFileUnreadable(UncodedError):
+class ConfigFileUnreadable(Uncoded, errors.ObnamError):
     code = 'RB13C2X'
     msg = '{filename}: {reason}'
 
 
-class ConfigFileSyntaxError(UncodedError):
+class ConfigFileSyntaxError(Uncoded, errors.ObnamError):
     code = 'R0B052X'
     msg = '{filename}: {reason}'
 
 
-class MalformedYamlConfig(UncodedError):
+class MalformedYamlConfig(Uncoded, errors.ObnamError):
     code = 'RE29BAX'
     msg = 'Configuration file {filename} {problem}'
 

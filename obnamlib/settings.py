@@ -33,31 +33,31 @@ FRAMEWORK_PERF_GROUP = 'Peformance'
 ALWAYS_PRESENT_GROUPS = (LOG_GROUP, CONFIG_GROUP, FRAMEWORK_PERF_GROUP)
 
 
-class UncodedError(errors.ObnamError):
-    """An error Obnam 1.x printed without an error code; we print it the
-    same way (`ERROR: message`), and the class still has a pinned code for
-    `list-errors`."""
+class Uncoded:
+    """Mixed into an ObnamError that Obnam 1.x printed without an error
+    code: we print it the same way (`ERROR: message`); the class still has
+    a pinned code for `list-errors`."""
 
     def __str__(self):
         return self.message()
 
 
-class UnknownConfigVariable(UncodedError):
+class UnknownConfigVariable(Uncoded, errors.ObnamError):
     code = 'R1D5F9X'
     msg = '{filename}: Unknown configuration variable {name}'
 
 
-class NotAnInteger(UncodedError):
+class NotAnInteger(Uncoded, errors.ObnamError):
     code = 'R173CAX'
     msg = '{filename}: {name}: not an integer: {text}'
 
 
-class NotAChoice(UncodedError):
+class NotAChoice(Uncoded, errors.ObnamError):
     code = 'R187ABX'
     msg = '{filename}: {name} = {value} is not one of {choices}'
 
 
-class RequiredSettingMissing(UncodedError):
+class RequiredSettingMissing(Uncoded, errors.ObnamError):
     code = 'R39951X'
     msg = 'Setting {name} has no value, but one is required'
 

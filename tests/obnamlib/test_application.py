@@ -197,3 +197,16 @@ def test_help_texts_in_process():
     with pytest.raises(application.UnknownHelpSubcommand) as e:
         app.help(['nope'])
     assert str(e.value) == 'Unknown subcommand nope'
+
+
+def test_uncoded_errors_have_pinned_codes_in_list_errors(home):
+    """Errors 1.x printed without a code are printed so still, but
+    list-errors names them with a code like every other error."""
+    code, out, _ = run(['--no-default-configs', 'list-errors'], home)
+    assert code == 0
+    for entry in ('R1D5F9X UnknownConfigVariable', 'R958ECX NoSubcommand',
+                  'RB13C2X ConfigFileUnreadable'):
+        assert '* `%s`\n' % entry in out
+    assert 'Uncoded' not in out and 'R00000X' not in out
+    assert run(['--no-default-configs'], home) == \
+        (1, '', 'ERROR: must give subcommand\n')
