@@ -336,3 +336,14 @@ def test_tempdir_option_keeps_scenarios_apart_below_it(tmp_path):
     assert r.returncode == 0, r.stderr
     assert len(set((tmp_path / 'datadirs').read_text().split())) == 2
     assert os.listdir(tmp_path / 'temp') == []
+
+
+def test_timings_list_each_scenario_with_its_status(tmp_path):
+    r = yarn(tmp_path, code('SCENARIO first', 'THEN mark a',
+                            'SCENARIO second', 'ASSUMING impossible',
+                            'THEN mark b', *MARK), '--timings')
+    assert r.returncode == 0, r.stderr
+    lines = [line.split(None, 3) for line in r.stdout.splitlines()
+             if ' s  ' in line]
+    assert [(unit, status, name) for _, unit, status, name in lines] == [
+        ('s', 'passed', 'first'), ('s', 'skipped', 'second')]

@@ -42,6 +42,9 @@ def _run(args, report):
     report.info(0, f'Found {len(scenarios)} scenarios')
     result = suite.run_suite(scenarios, settings, report, jobs=args.jobs,
                              stop_on_first_fail=args.stop_on_first_fail)
+    if args.timings:
+        for line in suite.timing_lines(result):
+            report.result(line)
     out_lines, err_lines = suite.summary_lines(result)
     for line in err_lines:
         report.error(line)
@@ -152,6 +155,8 @@ def _argument_parser():
     p.add_argument('--timeout', type=_positive, default=300.0,
                    metavar='SECONDS',
                    help='time limit of each scenario (default 300)')
+    p.add_argument('--timings', action='store_true',
+                   help="show each scenario's wall time at the end")
     p.add_argument('-j', '--jobs', type=int, default=1, metavar='N',
                    help='run N scenarios at once (default 1)')
     return p

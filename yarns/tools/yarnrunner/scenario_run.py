@@ -46,6 +46,7 @@ class ScenarioResult:
     scenario: object
     status: str
     steps_run: int = 0
+    seconds: float = 0.0
 
 
 class ScenarioRun:
@@ -59,6 +60,12 @@ class ScenarioRun:
         self.groups = []
 
     def run(self):
+        started = time.monotonic()
+        result = self._run()
+        result.seconds = time.monotonic() - started
+        return result
+
+    def _run(self):
         self.report.info(0, f'Running scenario {self.scenario.name}')
         if self.settings.no_act:
             return ScenarioResult(self.scenario, PASSED, 0)

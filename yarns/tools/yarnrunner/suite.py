@@ -78,6 +78,12 @@ def _parallel(scenarios, settings, report, jobs, stop_on_first_fail):
     return results
 
 
+def timing_lines(suite):
+    """Each scenario's wall time, as --timings shows it."""
+    return [f'{r.seconds:7.1f} s  {r.status:7}  {r.scenario.name}'
+            for r in suite.results]
+
+
 def summary_lines(suite):
     """The closing lines: (stdout lines, stderr lines)."""
     failed = suite.with_status(FAILED)
