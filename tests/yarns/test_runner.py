@@ -136,6 +136,17 @@ def test_no_scenarios_is_exit_1_and_bad_option_exit_2(tmp_path):
     assert yarn(tmp_path, 'Only prose.\n').returncode == 1
     assert yarn(tmp_path, code('SCENARIO s', 'THEN mark a', *MARK),
                 '--no-such-option').returncode == 2
+    assert yarn(tmp_path, code('SCENARIO s', 'THEN mark a', *MARK),
+                '--jobs', '0').returncode == 2
+    assert marks(tmp_path) == []
+
+
+def test_no_act_checks_the_files_but_runs_no_step(tmp_path):
+    text = code('SCENARIO s', 'THEN mark a', *MARK)
+    assert yarn(tmp_path, text, '--no-act').returncode == 0
+    assert marks(tmp_path) == []
+    assert yarn(tmp_path, text + code('SCENARIO t', 'THEN unknown'),
+                '--no-act').returncode == 1
 
 
 def test_step_environment_and_working_directory(tmp_path):

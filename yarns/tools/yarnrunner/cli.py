@@ -119,6 +119,16 @@ def _positive(text):
     return value
 
 
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f'must be a whole number > 0: {text}')
+    return value
+
+
 def _argument_parser():
     p = argparse.ArgumentParser(
         prog='yarn-runner',
@@ -157,6 +167,7 @@ def _argument_parser():
                    help='time limit of each scenario (default 300)')
     p.add_argument('--timings', action='store_true',
                    help="show each scenario's wall time at the end")
-    p.add_argument('-j', '--jobs', type=int, default=1, metavar='N',
+    p.add_argument('-j', '--jobs', type=_positive_int, default=1,
+                   metavar='N',
                    help='run N scenarios at once (default 1)')
     return p
