@@ -187,7 +187,7 @@ class Application:
     def disable_plugins(self):
         """After cleanup."""
 
-    # --- running --------------------------------------------------------------
+    # --- running ------------------------------------------------------------
 
     def run(self, args=None):
         """Run with `args` (default: sys.argv[1:]); sets `exit_code`."""

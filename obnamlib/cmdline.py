@@ -161,9 +161,8 @@ class CommandLine:
                               usage=self.usage(),
                               description=self.description())
         groups = self._add_groups(parser)
-        framework = FrameworkOptions(self, parser, acting, after_parsing,
-                                     all_options)
-        framework.add(groups[CONFIG_GROUP])
+        FrameworkOptions(self, parser, acting, after_parsing).add(
+            groups[CONFIG_GROUP])
         for setting in self.settings.settings():
             container = groups[setting.group] if setting.group else parser
             self._add_setting(parser, container, setting, acting,
@@ -218,13 +217,11 @@ class FrameworkOptions:
     """The options every run has besides the settings: configuration
     files, dumps, the manual page and `--help-all`."""
 
-    def __init__(self, command_line, parser, acting, after_parsing,
-                 all_options):
-        self.cl = command_line
+    def __init__(self, command_line, parser, acting, after_parsing):
+        self.command_line = command_line
         self.parser = parser
         self.acting = acting
         self.after_parsing = after_parsing
-        self.all_options = all_options
 
     def add(self, config_group):
         later = self._after_parsing
@@ -272,32 +269,33 @@ class FrameworkOptions:
     # nothing).
 
     def _no_default_configs(self, option, opt_str, value, parser):
-        self.cl.config_files.clear()
+        self.command_line.config_files.clear()
 
     def _config(self, option, opt_str, value, parser):
-        self.cl.config_files.add(value)
+        self.command_line.config_files.add(value)
 
     def _dump_setting_names(self):
-        for name in self.cl.settings.keys():
-            self.cl.stdout.write('%s\n' % name)
+        for name in self.command_line.settings.keys():
+            self.command_line.stdout.write('%s\n' % name)
         raise SystemExit(0)
 
     def _dump_config(self):
-        self.cl.settings.dump_config(self.cl.stdout)
+        self.command_line.settings.dump_config(self.command_line.stdout)
         raise SystemExit(0)
 
     def _list_config_files(self):
-        for path in self.cl.config_files.paths:
-            self.cl.stdout.write('%s\n' % path)
+        for path in self.command_line.config_files.paths:
+            self.command_line.stdout.write('%s\n' % path)
         raise SystemExit(0)
 
     def _help_all(self):
-        self.cl.stdout.write(self.cl.help_text(all_options=True))
+        text = self.command_line.help_text(all_options=True)
+        self.command_line.stdout.write(text)
         raise SystemExit(0)
 
     def _generate_manpage(self, option, opt_str, value, parser):
         with open(value) as f:
             template = f.read()
-        self.cl.stdout.write(manpage.fill_template(
-            template, parser, self.cl.cmd_synopsis))
+        self.command_line.stdout.write(manpage.fill_template(
+            template, parser, self.command_line.cmd_synopsis))
         raise SystemExit(0)

@@ -94,7 +94,8 @@ def ordered(parser, option_list):
             result.append(negation)
             continue
         first = result.index(same[0])
-        rest = [o for o in result[first:] if parser.origins.get(o) is not origin]
+        rest = [o for o in result[first:]
+                if parser.origins.get(o) is not origin]
         result = result[:first] + same + [negation] + rest
     return result
 

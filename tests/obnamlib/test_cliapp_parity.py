@@ -159,7 +159,7 @@ def write(path, text):
     return str(path)
 
 
-# --- command lines ------------------------------------------------------------
+# --- command lines ---------------------------------------------------------
 
 COMMAND_LINES = [
     [],
@@ -257,7 +257,7 @@ def test_manual_page(tmp_path, capsys):
                       capsys)
 
 
-# --- configuration files ------------------------------------------------------
+# --- configuration files ---------------------------------------------------
 
 INI_FILES = {
     'lists': '[config]\nexclude = a, "b,c",\n  d\nroot = /r1, /r2\n'

@@ -129,8 +129,8 @@ def test_help_and_help_all(monkeypatch, capsys):
 def test_help_text_follows_columns(monkeypatch):
     monkeypatch.setenv('COLUMNS', '40')
     cl, _, _, _ = fresh()
-    assert '  --version       show program\'s\n                  version number and\n' \
-        in cl.help_text()
+    assert '  --version       show program\'s\n' \
+        '                  version number and\n' in cl.help_text()
 
 
 @pytest.mark.parametrize('text, width, filled', [
@@ -160,7 +160,8 @@ def test_generate_manpage(tmp_path):
     assert e.value.code == 0
     page = out.getvalue()
     synopsis = page.split('.SH SYNOPSIS\n')[1].split('.SH DESCRIPTION')[0]
-    assert synopsis.startswith('.nh\n.B prog\n.RB [ \\-\\-config\\fR=\\fIFILE ]\n')
+    assert synopsis.startswith(
+        '.nh\n.B prog\n.RB [ \\-\\-config\\fR=\\fIFILE ]\n')
     assert '.RB [ \\-r\\fIURL ]\n.RB [ \\-\\-repository\\fR=\\fIURL ]\n' \
         in synopsis
     assert synopsis.endswith('.PP\n.br\n.B prog\n.RI [ options ]\nx\n'
