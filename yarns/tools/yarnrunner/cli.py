@@ -40,6 +40,7 @@ def _run(args, report):
     scenarios = _load(args, report)
     settings = _settings(args, report)
     report.info(0, f'Found {len(scenarios)} scenarios')
+    scenarios = _select(scenarios, args.run)
     result = suite.run_suite(scenarios, settings, report, jobs=args.jobs,
                              stop_on_first_fail=args.stop_on_first_fail)
     if args.timings:
@@ -61,7 +62,7 @@ def _load(args, report):
     scenarios = matching.connect(
         scenarios, implementations, args.allow_missing_steps,
         warn=lambda message: report.error(f'WARNING: {message}'))
-    return _select(scenarios, args.run)
+    return scenarios
 
 
 def _select(scenarios, names):
