@@ -31,7 +31,7 @@ DEFAULTS = {
 
 
 class _Settings:
-    """Obnam settings by name, from a cliapp-like object or a dict, with
+    """Obnam settings by name, from the application's Settings or a dict, with
     keyword overrides (underscores for dashes) and defaults."""
 
     def __init__(self, settings, overrides):

@@ -78,7 +78,9 @@ class StatusLine(NullProgress):
     not installed (a pip install): `\\r`, the text, erase to the end of
     the line; redrawn at most every PERIOD seconds, cut to the terminal's
     width less one column (so the cursor never wraps), control characters
-    dropped.  clear() and finish() erase the line.
+    dropped.  clear() erases the line; finish() draws the last text once
+    more and ends the line, as ttystatus does, so the run's last state
+    stays on the screen.
 
     `fd` is open for writing on the terminal; finish() closes it.  `clock`
     and `columns` are for tests.
@@ -93,14 +95,19 @@ class StatusLine(NullProgress):
         self._columns = columns or self._terminal_columns
         self._drawn_at = None   # when the line was last drawn
         self._on_screen = False
+        self._text = ''         # the newest text, drawn or not
 
     def status(self, text):
+        self._text = text
         now = self._clock()
         if self._drawn_at is None or now - self._drawn_at >= self.PERIOD:
             self._drawn_at = now
-            line = _printable(text)[:max(self._columns() - 1, 0)]
-            self._write(b'\r' + _terminal_bytes(line) + self.ERASE_TO_END)
-            self._on_screen = True
+            self._draw(text)
+
+    def _draw(self, text, end=b''):
+        line = _printable(text)[:max(self._columns() - 1, 0)]
+        self._write(b'\r' + _terminal_bytes(line) + self.ERASE_TO_END + end)
+        self._on_screen = not end
 
     def clear(self):
         if self._on_screen:
@@ -108,7 +115,9 @@ class StatusLine(NullProgress):
             self._on_screen = False
 
     def finish(self):
-        self.clear()
+        if self._text:
+            self._draw(self._text, end=b'\n')
+            self._text = ''
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

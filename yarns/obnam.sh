@@ -1,11 +1,14 @@
-# Shell library for obnam's yarn scenarios (yarn -s yarns/obnam.sh).
+# Shell library for obnam's yarn scenarios (yarns/tools/yarn-runner -s
+# yarns/obnam.sh).
 #
 # Steps run under `sh -xeu` with a clean environment: DATADIR is fresh
 # for each scenario, SRCDIR is the checkout, HOME is $DATADIR/HOME.
 # Each user (client) of a scenario has $DATADIR/USER.conf (settings) and
 # may have $DATADIR/USER.env (environment, e.g. GNUPGHOME).
+# OBNAM is the program under test: the checkout's bin/obnam unless the
+# runner is given another (./check's venv runs the obnam pip installed).
 
-OBNAM="$SRCDIR/bin/obnam"
+OBNAM="${OBNAM:-$SRCDIR/bin/obnam}"
 TOOLS="$SRCDIR/yarns/tools"
 REFERENCE_DIR="${REFERENCE_DIR:-$SRCDIR/../shared/reference/obnam-1.x}"
 

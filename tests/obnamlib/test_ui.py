@@ -168,14 +168,21 @@ def test_status_line_clear_erases_the_line_once():
     assert drawn() == b'\rbusy\x1b[K\r\x1b[K'
 
 
-def test_status_line_finish_erases_and_stops_drawing():
+def test_status_line_finish_leaves_the_last_state_and_stops_drawing():
     line, clock, drawn = status_line()
     line.status('busy')
+    line.status('done')         # within the period: not drawn yet
     line.finish()
     clock.now += 1
     line.status('after the end')
     line.finish()
-    assert drawn() == b'\rbusy\x1b[K\r\x1b[K'
+    assert drawn() == b'\rbusy\x1b[K\rdone\x1b[K\n'
+
+
+def test_status_line_finish_without_text_draws_nothing():
+    line, clock, drawn = status_line()
+    line.finish()
+    assert drawn() == b''
 
 
 def test_ttystatus_module_is_none_when_it_cannot_be_imported(monkeypatch):
@@ -259,8 +266,9 @@ def test_quiet_run_draws_nothing_on_the_terminal(tmp_path):
 def test_without_ttystatus_progress_goes_to_the_terminal_only(tmp_path):
     terminal, stdout = run_under_terminal(tmp_path, quiet=False,
                                           hide_ttystatus=True)
-    # drawn, erased before the notice, nothing left at the end
-    assert terminal == b'\rscanning /some/where\x1b[K\r\x1b[K'
+    # drawn, erased before the notice, drawn again to stay at the end
+    assert terminal == (b'\rscanning /some/where\x1b[K\r\x1b[K'
+                        b'\rscanning /some/where\x1b[K\r\n')
     assert stdout == b'a notice\na result\nStatusLine\n'
 
 
@@ -269,7 +277,8 @@ def test_without_ttystatus_the_line_fits_the_terminal(tmp_path):
     terminal, _ = run_under_terminal(tmp_path, quiet=False,
                                      hide_ttystatus=True, columns=20,
                                      text='/a/rather/long/path/name/here')
-    assert terminal == b'\r/a/rather/long/path\x1b[K\r\x1b[K'
+    assert terminal == (b'\r/a/rather/long/path\x1b[K\r\x1b[K'
+                        b'\r/a/rather/long/path\x1b[K\r\n')
 
 
 @pytest.mark.timeout(60)

@@ -175,7 +175,7 @@ def test_progress_is_drawn_on_the_terminal_only(small_repo, tmp_path):
     terminal, stdout, stderr, code = run_on_terminal(tmp_path,
                                                      fsck_argv(small_repo))
     assert code == 0, stderr
-    # ttystatus draws at most every 0.1 s; its last state is always drawn.
+    # Drawn at most every 0.1 s; the last state is always drawn at the end.
     assert re.search(rb'\d\dh\d\dm\d\ds Checking chunk indexes: \d+ files, '
                      rb'1/1 chunks, 12\.7 KiB', terminal), terminal
     assert stderr == b''
