@@ -45,14 +45,15 @@ other_release()
 }
 
 # packages_for RELEASE: runtime and test packages there.  On Debian 12,
-# python3-cliapp too: the reference the command-line parity tests compare
-# obnam with (Debian 13 has no cliapp).
+# python3-cliapp and cmdtest too: the references that the parity tests
+# compare obnam's command line and scenario runner with (Debian 13 has
+# neither).
 packages_for()
 {
     echo $RUNTIME_PACKAGES $TEST_PACKAGES
     if [ "$1" = 12 ]
     then
-        echo python3-cliapp
+        echo python3-cliapp cmdtest
     fi
 }
 
