@@ -86,6 +86,13 @@ def aes_block_decryptor(key):
     return _aes_whole_blocks(key, modes.ECB()).decryptor().update
 
 
+def aes_block_encryptor(key):
+    """A function encrypting whole 16-byte AES blocks with key, each on
+    its own (ECB keeps no state between blocks)."""
+    from cryptography.hazmat.primitives.ciphers import modes
+    return _aes_whole_blocks(key, modes.ECB()).encryptor().update
+
+
 class _Scratch(threading.local):
     """A buffer per thread for the ECB pass, grown as needed."""
 

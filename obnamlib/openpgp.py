@@ -264,12 +264,60 @@ def _encrypt_seipd_into(key, parts, lead, new_view):
     start = lead + header(SEIPD, 1 + plain_len) + b'\x01'
     view = new_view(len(start) + plain_len + 15)   # update_into wants +15
     view[:len(start)] = start
-    encryptor = _zero_iv_cfb(AES256, key).encryptor()
+    encryptor = _ZeroIvEncryptor.of(key)
     pos = len(start)
-    for part in (head, *parts, tail):
-        pos += encryptor.update_into(part, view[pos:])
-    encryptor.finalize()
+    try:
+        for part in (head, *parts, tail):
+            pos += encryptor.stream.update_into(part, view[pos:])
+    except BaseException:
+        encryptor.drop()        # where the stream stopped is unknown
+        raise
+    encryptor.restart(view[len(start):pos])
     return view[:pos]
+
+
+class _ZeroIvEncryptor:
+    """One long-lived AES-256-CFB encryptor per thread and key, brought
+    back to a zero IV after each message instead of building a new
+    context (7-10 us with cryptography 38, ~3 us with 51; this 1-3 us).
+
+    How: complete the last block with padding; the register is then
+    that ciphertext block C, and encrypting the block AES(C) gives the
+    ciphertext zero, which is where a fresh stream with a zero IV is."""
+
+    _local = threading.local()
+
+    def __init__(self, key):
+        self.key = key
+        self.stream = _zero_iv_cfb(AES256, key).encryptor()
+        self.block = cfb.aes_block_encryptor(key)
+        self.scratch = bytearray(4 * 16)
+
+    @classmethod
+    def of(cls, key):
+        found = getattr(cls._local, 'encryptors', None)
+        if found is None:
+            found = cls._local.encryptors = {}
+        encryptor = found.get(key)
+        if encryptor is None:
+            if len(found) >= 16:
+                found.clear()
+            encryptor = found[key] = cls(key)
+        return encryptor
+
+    def drop(self):
+        self._local.encryptors.pop(self.key, None)
+
+    def restart(self, written):
+        """Back to a zero IV after a message whose ciphertext (since the
+        last restart) is written."""
+        fed = len(written) % 16
+        last = bytes(written[len(written) - fed:]) if fed else \
+            bytes(written[-16:]) if written else bytes(16)
+        if fed:
+            count = self.stream.update_into(bytes(16 - fed), self.scratch)
+            last += bytes(self.scratch[:count])
+        self.stream.update_into(self.block(last), self.scratch)
 
 
 # --- reading ---------------------------------------------------------------

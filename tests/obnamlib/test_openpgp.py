@@ -356,3 +356,18 @@ def test_partial_lengths_still_take_the_general_path():
     data = bytes([0xc0 | 11, 0xe9]) + b'a' * 512 + bytes([3]) + b'bcd'
     assert _outcome(openpgp_packets.read_packet, data) == (
         11, b'a' * 512 + b'bcd', len(data))
+
+
+def test_messages_in_a_row_each_start_from_a_zero_iv(plain_gpg_home):
+    """One thread's encryptor is reused, brought back to a zero IV after
+    each message: every message reads alone, by us and by gpg, whatever
+    the length of the message before it."""
+    cipher = openpgp.SymmetricCipher()
+    sizes = [0, 1, 15, 16, 17, 31, 32, 33, 1000, 65536, 5, 0, 48]
+    messages = [(payload(size), cipher.encrypt(payload(size), PASSPHRASE))
+                for size in sizes]
+    for data, message in messages:
+        assert cipher.decrypt(message, PASSPHRASE) == data
+    for data, message in messages[1:5]:
+        assert plain_gpg_home.decrypt(message,
+                                      passphrase=PASSPHRASE).stdout == data
