@@ -12,9 +12,11 @@ the old place.  Releases 37-42 warn about CAST5, Blowfish and IDEA with
 nowhere else to take them from: only that warning, by its text, is
 filtered, once, when such a class is first looked up.
 
-Everything is imported at first use: cryptography's backend costs ~50 ms
-of CPU to load with release 38 (~5 ms with 51), and runs without
-encryption never need it.
+Everything is imported at first use: runs without encryption never need
+it.  The public API has a price on cryptography 38 (Debian 12), whose
+backend imports its X.509 modules: an encrypted command's process spends
+~60 ms more than it did through that release's private cffi binding
+(gone from 42 on, where the Cipher API is all there is and cheap).
 """
 
 import functools
