@@ -140,7 +140,7 @@ class ToplevelKeys:
 
     base: the raw StorageFS of the repository root (key and userkeys are
     never filtered).  The second argument may also be a settings object
-    (cliapp settings or a dict with Obnam's setting names)."""
+    (the application's Settings or a dict with Obnam's setting names)."""
 
     def __init__(self, base, encrypt_with=None, gnupghome=None,
                  symmetric_key_bits=256, weak_random=True, cipher=None):

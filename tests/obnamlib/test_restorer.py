@@ -15,6 +15,7 @@ import obnamlib.restorer
 import obnamlib.vfs_local
 from obnamlib.live_metadata import encode_xattrs
 from tests.gpg_fixture import reference_gpg_home  # noqa: F401
+from tests.nobody import NOBODY, as_nobody, why_python_cannot_run_as_nobody
 from tests.obnamlib import restore_helpers as rh
 from tests.obnamlib.backup_helpers import (
     FatalTestError, make_deep, remove_deep)
@@ -420,7 +421,6 @@ def test_deeper_than_recursion_limit(world):
         remove_deep(str(target / str(live).lstrip('/')), depth)
 
 
-NOBODY = 65534
 RESTORE_AS_NOBODY = '''
 import os, sys
 sys.path.insert(0, sys.argv[1])
@@ -437,8 +437,8 @@ print("done", r.stats.files)
 '''
 
 
-@pytest.mark.skipif(not IS_ROOT or not os.path.exists('/usr/bin/setpriv'),
-                    reason='needs root to become another user')
+@pytest.mark.skipif(why_python_cannot_run_as_nobody() is not None,
+                    reason=str(why_python_cannot_run_as_nobody()))
 def test_real_non_root_restore(tmp_path):
     """A restore by an ordinary user: setuid bits of someone else's file
     dropped, group-only ownership silently skipped, only user.* xattrs."""
@@ -465,9 +465,8 @@ def test_real_non_root_restore(tmp_path):
             os.path.abspath(__file__))))
         target = os.path.join(top, 'target')
         result = subprocess.run(
-            ['setpriv', '--reuid=%d' % NOBODY, '--regid=%d' % NOBODY,
-             '--clear-groups', sys.executable, '-c', RESTORE_AS_NOBODY,
-             src, os.path.join(top, 'repo'), target],
+            as_nobody([sys.executable, '-c', RESTORE_AS_NOBODY,
+                       src, os.path.join(top, 'repo'), target]),
             capture_output=True, text=True)
         assert result.returncode == 0, result.stderr
         assert result.stdout.startswith('done'), result.stdout

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from tests.nobody import NOBODY, as_nobody, why_python_cannot_run_as_nobody
 from tests.obnamlib.backup_helpers import (
     generation_manifest, live_manifest, open_repository)
 
@@ -330,11 +331,8 @@ def test_bad_exclude_pattern_is_reported_ignored_and_exit_1(tmp_path, live):
     assert repo.get_file_children(gen, os.fsencode(live)) == [b'dir']
 
 
-NOBODY = 65534
-
-
-@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists('/usr/bin/setpriv'),
-                    reason='needs root to become an ordinary user')
+@pytest.mark.skipif(why_python_cannot_run_as_nobody() is not None,
+                    reason=str(why_python_cannot_run_as_nobody()))
 def test_unreadable_file_and_directory_as_an_ordinary_user():
     """Real EACCES: the errors of cli.md §6.8 with their codes, the rest is
     committed, exit 1; verify afterwards finds no problems."""
@@ -356,12 +354,10 @@ def test_unreadable_file_and_directory_as_an_ordinary_user():
                 os.lchown(name, NOBODY, NOBODY)
         os.chmod(os.path.join(live, 'unreadable-file'), 0)
         os.chmod(os.path.join(live, 'unreadable-dir'), 0)
-        as_nobody = ['setpriv', '--reuid=%d' % NOBODY,
-                     '--regid=%d' % NOBODY, '--clear-groups',
-                     sys.executable, OBNAM, '--no-default-configs',
-                     '--client-name=nobody', '--quiet',
-                     '--repository=%s/repo' % top]
-        result = subprocess.run(as_nobody + ['backup', live],
+        obnam = as_nobody([sys.executable, OBNAM, '--no-default-configs',
+                           '--client-name=nobody', '--quiet',
+                           '--repository=%s/repo' % top])
+        result = subprocess.run(obnam + ['backup', live],
                                 capture_output=True)
         assert result.returncode == 1
         assert sorted(result.stderr.decode().splitlines()) == [
@@ -371,7 +367,7 @@ def test_unreadable_file_and_directory_as_an_ordinary_user():
             "%s/unreadable-file: 13: Permission denied" % (live, live),
             'ERROR: R4C3BCX: There were errors during the backup',
         ]
-        result = subprocess.run(as_nobody + ['verify', live],
+        result = subprocess.run(obnam + ['verify', live],
                                 capture_output=True)
         assert (result.returncode, result.stdout) == (
             0, b'Verify did not find problems.\n'), result.stderr
