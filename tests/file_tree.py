@@ -2,6 +2,7 @@
 nothing (byte-exact snapshot) or freed space (total file size)."""
 
 import os
+import stat
 
 
 def _files(root):
@@ -22,3 +23,24 @@ def snapshot(root):
 def disk_usage(root):
     """Sum of the sizes of the files below root."""
     return sum(os.path.getsize(path) for path in _files(root))
+
+
+def facts(root):
+    """What a restore must bring back of each object below root, by path
+    relative to root: a file's bytes, permission bits and mtime; a
+    symlink's target; that a directory is one."""
+    result = {}
+    for dirpath, dirnames, names in os.walk(root):
+        for name in names + dirnames:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode):
+                with open(path, 'rb') as f:
+                    fact = (f.read(), stat.S_IMODE(st.st_mode),
+                            st.st_mtime_ns)
+            elif stat.S_ISLNK(st.st_mode):
+                fact = ('link', os.readlink(path))
+            else:
+                fact = ('dir',)
+            result[os.path.relpath(path, root)] = fact
+    return result

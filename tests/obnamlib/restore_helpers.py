@@ -8,6 +8,7 @@ import stat
 
 import obnamlib.live_metadata
 import obnamlib.repo_factory
+import obnamlib.restorer
 import obnamlib.vfs_local
 
 CLIENT = 'client'
@@ -133,3 +134,39 @@ def garble_metadata(repo_path, path):
     file_id = tree.file_id(os.fsencode(str(path)))
     tree.tree.insert(keys.file_key(file_id, keys.FILE_METADATA), b'garbage')
     repo.commit_client(CLIENT)
+
+
+class Collect(obnamlib.restorer.RestoreReporter):
+    """A restore reporter that keeps what it is told, for assertions."""
+
+
+    def __init__(self):
+        self.errors, self.notes, self.logs, self.done = [], [], [], []
+
+    def error(self, text):
+        self.errors.append(text)
+
+    def notify(self, text):
+        self.notes.append(text)
+
+    def log(self, text):
+        self.logs.append(text)
+
+    def restored(self, path, metadata):
+        self.done.append(path)
+
+
+def restore_latest(repo_dir, client, target, **settings):
+    """Restore `client`'s newest generation of the repository at repo_dir
+    below target; every per-file error fails the test."""
+    repo = obnamlib.repo_factory.open_repository(url=str(repo_dir),
+                                                 **settings)
+    try:
+        gen = repo.get_generation_ids(client)[-1]
+        reporter = Collect()
+        obnamlib.restorer.Restorer(
+            repo, gen, obnamlib.vfs_local.LocalFS('/'),
+            os.fsencode(str(target)), reporter=reporter).restore()
+        assert reporter.errors == []
+    finally:
+        repo.close()

@@ -292,13 +292,6 @@ INI_FILES = {
 }
 
 
-@pytest.mark.parametrize('name', sorted(INI_FILES))
-@pytest.mark.parametrize('then', [['--dump-config'], ['list-formats']])
-def test_ini_file(name, then, tmp_path, capsys):
-    conf = write(tmp_path / 'c.conf', INI_FILES[name])
-    assert_same(['--no-default-configs', '--config', conf] + then, capsys)
-
-
 def test_doubled_percent_in_a_file(tmp_path, capsys):
     conf = write(tmp_path / 'p.conf', '[config]\nkeep = 100%%\n')
     got = assert_same(['--config', conf], capsys)
@@ -366,10 +359,17 @@ YAML_FILES = {
 }
 
 
-@pytest.mark.parametrize('name', sorted(YAML_FILES))
+CONFIG_FILES = sorted([('c.conf', name, text)
+                       for name, text in INI_FILES.items()] +
+                      [('c.yaml', name, text)
+                       for name, text in YAML_FILES.items()])
+
+
+@pytest.mark.parametrize('filename,name,text', CONFIG_FILES,
+                         ids=['%s: %s' % c[:2] for c in CONFIG_FILES])
 @pytest.mark.parametrize('then', [['--dump-config'], ['list-formats']])
-def test_yaml_file(name, then, tmp_path, capsys):
-    conf = write(tmp_path / 'c.yaml', YAML_FILES[name])
+def test_config_file(filename, name, text, then, tmp_path, capsys):
+    conf = write(tmp_path / filename, text)
     assert_same(['--no-default-configs', '--config', conf] + then, capsys)
 
 

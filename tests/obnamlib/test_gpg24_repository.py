@@ -7,16 +7,15 @@ what obnam adds to it is plain RFC 4880 again."""
 
 import os
 import shutil
-import stat
 import subprocess
 
 import pytest
 
-import obnamlib.restorer
-import obnamlib.vfs_local
 from obnamlib import openpgp_packets, repo_factory, toplevel_keys
 from tests.gpg_fixture import GpgHome
 from tests.obnamlib import gpg24_tree
+from tests.file_tree import facts
+from tests.obnamlib.restore_helpers import restore_latest
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), 'data', 'gpg24')
@@ -63,55 +62,15 @@ def test_the_fixture_is_what_gpg_2_4_writes_with_ocb(repo_dir):
                                (openpgp_packets.AEAD, 1)]
 
 
-class _Reporter(obnamlib.restorer.RestoreReporter):
-
-    def __init__(self):
-        self.errors = []
-
-    def error(self, text):
-        self.errors.append(text)
-
-    def notify(self, text):
-        pass
-
-    def log(self, text):
-        pass
-
-    def restored(self, path, metadata):
-        pass
-
-
 def _restore(repo_dir, home, target, clients=('gpg24',), **settings):
     repo = repo_factory.open_repository(url=str(repo_dir),
                                         gnupghome=home.path, **settings)
     try:
         assert sorted(repo.get_client_names()) == list(clients)
-        gen = repo.get_generation_ids('gpg24')[-1]
-        reporter = _Reporter()
-        obnamlib.restorer.Restorer(
-            repo, gen, obnamlib.vfs_local.LocalFS('/'),
-            os.fsencode(str(target)), reporter=reporter).restore()
-        assert reporter.errors == []
     finally:
         repo.close()
-
-
-def _facts(root):
-    result = {}
-    for dirpath, dirnames, names in os.walk(root):
-        for name in names + dirnames:
-            path = os.path.join(dirpath, name)
-            st = os.lstat(path)
-            if stat.S_ISREG(st.st_mode):
-                with open(path, 'rb') as f:
-                    content = f.read()
-                fact = (content, stat.S_IMODE(st.st_mode), st.st_mtime_ns)
-            elif stat.S_ISLNK(st.st_mode):
-                fact = ('link', os.readlink(path))
-            else:
-                fact = ('dir',)
-            result[os.path.relpath(path, root)] = fact
-    return result
+    restore_latest(repo_dir, 'gpg24', target, gnupghome=home.path,
+                   **settings)
 
 
 def _restored_tree(target):
@@ -139,7 +98,7 @@ def test_restored_byte_for_byte(repo_dir, home, tmp_path, monkeypatch, way):
     _restore(repo_dir, home, target, **settings)
     expected = tmp_path / 'expected'
     gpg24_tree.make(str(expected))
-    assert _facts(_restored_tree(target)) == _facts(str(expected))
+    assert facts(_restored_tree(target)) == facts(str(expected))
 
 
 def test_continued_by_obnam_in_rfc_4880_packets(repo_dir, home, tmp_path):
@@ -175,4 +134,4 @@ def test_continued_by_obnam_in_rfc_4880_packets(repo_dir, home, tmp_path):
     _restore(repo_dir, home, target, clients=['gpg24', 'newcomer'])
     expected = tmp_path / 'expected'
     gpg24_tree.make(str(expected))
-    assert _facts(_restored_tree(target)) == _facts(str(expected))
+    assert facts(_restored_tree(target)) == facts(str(expected))

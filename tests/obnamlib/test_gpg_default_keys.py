@@ -9,12 +9,13 @@ import os
 
 import pytest
 
-import obnamlib.restorer
 import obnamlib.vfs_local
 from obnamlib import (backup_engine, backup_progress, gpg, openpgp_packets,
                       repo_factory)
 from tests.gpg_fixture import GpgHome
 from tests.obnamlib import gpg24_tree
+from tests.file_tree import facts
+from tests.obnamlib.restore_helpers import restore_latest
 
 
 @pytest.fixture(scope='module')
@@ -59,55 +60,6 @@ def _backup(repo_dir, live, home, keyid):
         repo.close()
 
 
-class _Reporter(obnamlib.restorer.RestoreReporter):
-
-    def __init__(self):
-        self.errors = []
-
-    def error(self, text):
-        self.errors.append(text)
-
-    def notify(self, text):
-        pass
-
-    def log(self, text):
-        pass
-
-    def restored(self, path, metadata):
-        pass
-
-
-def _restore(repo_dir, home, target, **settings):
-    repo = repo_factory.open_repository(url=str(repo_dir),
-                                        gnupghome=home.path, **settings)
-    try:
-        gen = repo.get_generation_ids('host')[-1]
-        reporter = _Reporter()
-        obnamlib.restorer.Restorer(
-            repo, gen, obnamlib.vfs_local.LocalFS('/'),
-            os.fsencode(str(target)), reporter=reporter).restore()
-        assert reporter.errors == []
-    finally:
-        repo.close()
-
-
-def _snapshot(root):
-    result = {}
-    for dirpath, dirnames, names in os.walk(str(root)):
-        for name in names + dirnames:
-            path = os.path.join(dirpath, name)
-            st = os.lstat(path)
-            if os.path.islink(path):
-                fact = ('link', os.readlink(path))
-            elif os.path.isdir(path):
-                fact = ('dir', st.st_mode)
-            else:
-                with open(path, 'rb') as f:
-                    fact = (f.read(), st.st_mode, st.st_mtime_ns)
-            result[os.path.relpath(path, str(root))] = fact
-    return result
-
-
 def _round_trip(home, keyid, tmp_path):
     live = tmp_path / 'live'
     gpg24_tree.make(str(live))
@@ -122,8 +74,9 @@ def _round_trip(home, keyid, tmp_path):
         assert len(gpg.decrypt(key.read_bytes(), home.path)) == 64
     for way, settings in (('agent', {'encrypt_with': keyid}), ('gpg', {})):
         target = tmp_path / way
-        _restore(repo_dir, home, target, **settings)
-        assert _snapshot(str(target) + str(live)) == _snapshot(live)
+        restore_latest(repo_dir, 'host', target, gnupghome=home.path,
+                       **settings)
+        assert facts(str(target) + str(live)) == facts(str(live))
 
 
 def test_round_trip_with_a_key_of_gpg_defaults(default_home, tmp_path):

@@ -17,28 +17,11 @@ from obnamlib.live_metadata import encode_xattrs
 from tests.gpg_fixture import reference_gpg_home  # noqa: F401
 from tests.nobody import NOBODY, as_nobody, why_python_cannot_run_as_nobody
 from tests.obnamlib import restore_helpers as rh
+from tests.obnamlib.restore_helpers import Collect
 from tests.obnamlib.backup_helpers import (
     FatalTestError, make_deep, remove_deep)
 
 IS_ROOT = os.geteuid() == 0
-
-
-class Collect(obnamlib.restorer.RestoreReporter):
-
-    def __init__(self):
-        self.errors, self.notes, self.logs, self.done = [], [], [], []
-
-    def error(self, text):
-        self.errors.append(text)
-
-    def notify(self, text):
-        self.notes.append(text)
-
-    def log(self, text):
-        self.logs.append(text)
-
-    def restored(self, path, metadata):
-        self.done.append(path)
 
 
 @pytest.fixture
