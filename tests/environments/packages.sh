@@ -9,6 +9,10 @@ gnupg openssh-client python3-ttystatus python3-pyfuse3 fuse3"
 TEST_PACKAGES="python3-pytest python3-pytest-timeout python3-hypothesis \
 attr acl openssh-server xz-utils"
 
+# What building the Debian package needs (debian/control's
+# Build-Depends); ./check builds and installs it in its Debian root.
+PACKAGING_PACKAGES="debhelper dh-python"
+
 # What this machine needs to make the other places: a Debian root
 # (debootstrap) and a venv with pyfuse3 built from PyPI's source.
 BUILDER_PACKAGES="debootstrap libfuse3-dev pkg-config gcc"
@@ -55,6 +59,13 @@ packages_for()
     then
         echo python3-cliapp cmdtest
     fi
+}
+
+# root_packages_for RELEASE: what ./check's Debian root of RELEASE holds.
+root_packages_for()
+{
+    packages_for "$1"
+    echo $PACKAGING_PACKAGES
 }
 
 # missing_packages RELEASE: those of packages_for RELEASE and of
