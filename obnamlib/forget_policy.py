@@ -11,7 +11,9 @@ exactly, so existing cron jobs keep the same generations).
 Parsing is stricter than Obnam 1.x wherever 1.x silently misread a
 policy (text after a comma that is not a rule, `30d, 52w`, was dropped;
 an empty policy did nothing): those are errors here, before anything is
-removed.  Rejecting them can only ever keep more.
+removed.  So is a policy whose counts are all zero (`0d`), which 1.x
+obeyed by removing every generation.  Rejecting them can only ever keep
+more.
 """
 
 import re
@@ -55,10 +57,12 @@ class EmptyForgetPolicyError(errors.ObnamError):
     msg = 'Forget policy is empty: give rules such as --keep=7d,4w'
 
 
-class ForgetPolicyKeepsNothingError(errors.ObnamError):
-    code = 'RD4784X'
-    msg = ('Forget policy {policy} keeps no generations; to really remove '
-           'every generation, give --keep={policy} on the command line')
+class ForgetPolicyKeepsNothingRefused(errors.ObnamError):
+    """Obnam 1.x obeyed such a policy and removed every generation."""
+    code = 'RA5AACX'
+    msg = ('Forget policy {policy} keeps no generations, refusing to remove '
+           'them all: give a count above zero, or name the generations to '
+           'forget')
 
 
 # (letter, name, strftime format of the bucket key)
@@ -110,6 +114,13 @@ def parse(text):
         if pos == len(text):
             break       # a trailing comma changes nothing; 1.x accepted it
     return ForgetPolicy(text, rules)
+
+
+def refuse_keeping_nothing(policy):
+    """Raise unless the policy keeps at least the newest generation: a
+    typo such as `--keep=0d` must not empty the repository."""
+    if policy.keeps_nothing():
+        raise ForgetPolicyKeepsNothingRefused(policy=policy.text)
 
 
 def _parse_rule(text, pos, first):

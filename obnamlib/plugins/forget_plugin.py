@@ -3,10 +3,11 @@
 Generation arguments take precedence over --keep; with neither, nothing
 happens and the repository is not even opened.  The policy is parsed (and
 refused if bad) before the repository is touched.  A policy that keeps
-nothing (`0d`) removes every generation, so it is obeyed only when given
-with --keep on this command line, never from a configuration file: we
-tell the two apart by finding the option on the command line and checking
-that its value is the one in force.
+nothing (`0d`, `0h,0d`) would remove every generation: it is refused,
+from the command line or a configuration file (name the generations to
+remove them all).  An empty --keep on the command line is an error, an
+empty one from a configuration file means no policy: we tell the two
+apart by finding the option on the command line.
 
 --pretend prints the decision table (oldest first: id, end time, `keep`
 with the rules that keep it, or `forget`) and changes nothing; it takes
@@ -72,15 +73,16 @@ class ForgetPlugin(plugin.ObnamPlugin):
         return set(self.app.settings.keys()) | set(_FRAMEWORK_OPTIONS)
 
     def policy(self):
-        """The parsed --keep policy, or None when there is none."""
+        """The parsed --keep policy, or None when there is none (an empty
+        --keep on the command line is an error); a policy that keeps
+        nothing is refused."""
         text = self.app.settings['keep']
         given = command_line_value(self.argv(), 'keep', self.option_names())
         from_command_line = given is not None and given == text
         if not text and not from_command_line:
             return None
         policy = forget_policy.parse(text)
-        if policy.keeps_nothing() and not from_command_line:
-            raise forget_policy.ForgetPolicyKeepsNothingError(policy=text)
+        forget_policy.refuse_keeping_nothing(policy)
         return policy
 
     def forget(self, args):

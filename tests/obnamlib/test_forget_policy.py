@@ -118,7 +118,7 @@ def test_new_codes_do_not_collide_with_obnam_codes():
     from obnamlib.errors import legacy_code
     for cls in (fp.ForgetPolicyNotARuleError,
                 fp.ForgetPolicyUnknownPeriodError,
-                fp.EmptyForgetPolicyError, fp.ForgetPolicyKeepsNothingError):
+                fp.EmptyForgetPolicyError, fp.ForgetPolicyKeepsNothingRefused):
         assert cls.code == legacy_code(cls.__name__, 'obnamlib.forget_policy')
     for cls in (fp.ForgetPolicySyntaxError, fp.SeparatorError,
                 fp.DuplicatePeriodError):
@@ -132,10 +132,22 @@ def test_keeps_nothing(text, nothing):
 
 
 def test_keeps_nothing_error_text():
-    err = fp.ForgetPolicyKeepsNothingError(policy='0d')
+    err = fp.ForgetPolicyKeepsNothingRefused(policy='0d')
     assert str(err) == (
-        'RD4784X: Forget policy 0d keeps no generations; to really remove '
-        'every generation, give --keep=0d on the command line')
+        'RA5AACX: Forget policy 0d keeps no generations, refusing to remove '
+        'them all: give a count above zero, or name the generations to '
+        'forget')
+
+
+@pytest.mark.parametrize('text', ['0d', '0h,0d', '0h,0d,0w,0m,0y', '00y'])
+def test_policy_keeping_nothing_is_refused(text):
+    with pytest.raises(fp.ForgetPolicyKeepsNothingRefused):
+        fp.refuse_keeping_nothing(fp.parse(text))
+
+
+@pytest.mark.parametrize('text', ['1d', '0h,1d', '0d,1y'])
+def test_policy_keeping_something_is_accepted(text):
+    fp.refuse_keeping_nothing(fp.parse(text))
 
 
 # --- algorithm: the worked examples of cli.md §11.3 -----------------------

@@ -97,23 +97,37 @@ def test_policy_from_config_file(repo_path, tmp_path):
     assert genids(repo_path) == ['29']
 
 
+KEEPS_NOTHING = (
+    'ERROR: RA5AACX: Forget policy {} keeps no generations, refusing to '
+    'remove them all: give a count above zero, or name the generations to '
+    'forget\n')
+
+
+@pytest.mark.timeout(60)
 def test_keep_nothing_from_config_file_is_refused(repo_path, tmp_path):
     before = snapshot(repo_path)
     result = utc(repo_path, 'forget', config='[config]\nkeep = 0d\n',
                  tmp_path=tmp_path)
     assert result.returncode == 1
-    assert result.stderr.decode() == (
-        'ERROR: RD4784X: Forget policy 0d keeps no generations; to really '
-        'remove every generation, give --keep=0d on the command line\n')
+    assert result.stderr.decode() == KEEPS_NOTHING.format('0d')
     assert snapshot(repo_path) == before
 
 
-@pytest.mark.parametrize('option', [['--keep=0d'], ['--keep', '0d'],
-                                    ['--kee=0d']])
-def test_keep_nothing_on_command_line_removes_everything(repo_path, tmp_path,
-                                                         option):
-    result = utc(repo_path, 'forget', *option,
-                 config='[config]\nkeep = 0d\n', tmp_path=tmp_path)
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('option, policy', [
+    (['--keep=0d'], '0d'), (['--keep', '0h,0d'], '0h,0d'),
+    (['--kee=0d'], '0d'), (['--keep=0d', '--pretend'], '0d')])
+def test_keep_nothing_on_command_line_is_refused(repo_path, option, policy):
+    before = snapshot(repo_path)
+    result = utc(repo_path, 'forget', *option)
+    assert (result.returncode, result.stdout) == (1, b'')
+    assert result.stderr.decode() == KEEPS_NOTHING.format(policy)
+    assert snapshot(repo_path) == before
+
+
+@pytest.mark.timeout(60)
+def test_every_generation_can_still_be_named(repo_path):
+    result = utc(repo_path, 'forget', *genids(repo_path))
     assert result.returncode == 0, result.stderr
     assert genids(repo_path) == []
     repo = h.open_repo(repo_path)
@@ -268,7 +282,8 @@ def test_other_clients_keep_shared_chunks(tmp_path):
     repo_path = tmp_path / 'repo'
     for client in ('a', 'b'):
         assert run(repo_path, 'backup', live, client=client).returncode == 0
-    result = run(repo_path, 'forget', '--keep=0d', client='a')
+    [gen] = h.open_repo(repo_path).get_generation_ids('a')
+    result = run(repo_path, 'forget', str(int(gen)), client='a')
     assert result.returncode == 0, result.stderr
     repo = check_consistency(repo_path)
     assert repo.get_generation_ids('a') == []
