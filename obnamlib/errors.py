@@ -204,6 +204,15 @@ class RepositoryCorrupt(ObnamError):
     msg = 'Repository is damaged: {what}: {reason}'
 
 
+class UnsafeStoredName(ObnamError):
+    """A name stored in a generation that no file system can hold as one
+    name: it would escape the place where it is restored or checked."""
+    code = 'R452C9X'
+    msg = ('Client {client_name}, generation {genspec}: unsafe name stored '
+           'for {filename} (empty, ".", ".." or containing "/" or NUL): '
+           'not used; the repository is damaged or was tampered with')
+
+
 def reraise_fatal(error):
     """Raise `error` again if no later file can succeed either (its class
     says `fatal = True`: a lost SSH connection to a pull backup's client).

@@ -32,7 +32,7 @@ import struct
 
 from obnamlib import larch
 
-from obnamlib import errors, repo_interface
+from obnamlib import errors, repo_interface, stored_names
 
 
 # What every generation must record (counts only when not a checkpoint).
@@ -326,7 +326,8 @@ class Fsck:
                 metadata = self.repo.get_metadata(gen_id, path)
                 if metadata.isdir():
                     stack.extend(_join(path, name) for name in reversed(
-                        self.repo.get_file_children(gen_id, path)))
+                        self.repo.get_file_children(gen_id, path))
+                        if stored_names.is_safe(name))
                 elif metadata.isreg():
                     yield path
             except (errors.ObnamError, larch.Error, ValueError,
@@ -384,12 +385,23 @@ class Fsck:
         return None
 
     def _children(self, gen_id, path, where):
+        """The directory's names; an unsafe one (stored_names) is damage,
+        reported and not walked into (restore refuses it too)."""
         try:
-            return self.repo.get_file_children(gen_id, path)
+            names = self.repo.get_file_children(gen_id, path)
         except (errors.ObnamError, larch.Error) as e:
             self._walk_problem('%s: %s: directory cannot be listed: %s'
                          % (where, _show(path), _text(e)))
             return []
+        if all(map(stored_names.is_safe, names)):
+            return names
+        for name in names:
+            if not stored_names.is_safe(name):
+                self._walk_problem(
+                    '%s: %s: unsafe name stored (empty, ".", ".." or '
+                    'containing "/" or NUL)'
+                    % (where, stored_names.shown_path(path, name)))
+        return [name for name in names if stored_names.is_safe(name)]
 
     # --- files and chunks -------------------------------------------------
 

@@ -23,7 +23,7 @@ import errno
 import os
 import stat
 
-from obnamlib import errors, metadata, repo_interface
+from obnamlib import errors, metadata, repo_interface, stored_names
 
 PID_NAME = b'.pid'
 LATEST_NAME = b'latest'
@@ -310,7 +310,13 @@ class BackupView:
             raise OSError(errno.ENOTDIR, 'not a directory')
         if not self._is_dir(gen, inner, path):
             raise OSError(errno.ENOTDIR, 'not a directory')
-        return list(self.repo.get_file_children(gen, inner))
+        names = list(self.repo.get_file_children(gen, inner))
+        if all(map(stored_names.is_safe, names)):
+            return names
+        raise stored_names.unsafe_name_error(
+            self.repo, gen, inner,
+            next(n for n in names if not stored_names.is_safe(n)),
+            self.client_name)
 
     def _is_dir(self, gen, inner, path):
         md = self._metadata(gen, inner, path)

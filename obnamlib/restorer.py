@@ -15,6 +15,13 @@ backed up, and each file it could not restore is named in an error line.
 The walk holds one directory listing per level of the current path, so a
 restore of a million files streams.  Output goes through a reporter object.
 
+Names read from the repository are untrusted (stored_names): one that is
+empty, `.`, `..` or holds `/` or NUL is refused (R452C9X) and the rest is
+restored.  With only ordinary names, every directory below the target is
+one this restore made with mkdir, so nothing is ever created through a
+symlink; the ancestors of a path asked for by name are checked with lstat
+(a few calls per path asked for, none per file).
+
 Before fetching a chunk it has not announced, the restorer tells the
 repository which chunks come next (`prefetch_chunks`): the rest of the
 current file and the regular files the walk reaches next, up to
@@ -22,6 +29,7 @@ READ_AHEAD_CHUNKS chunks or about READ_AHEAD_BYTES.  Over SFTP that turns
 two round trips per small file into a few per window.
 """
 
+import errno
 import hashlib
 import os
 import stat
@@ -30,6 +38,7 @@ import time
 import obnamlib.errors
 import obnamlib.live_metadata
 import obnamlib.metadata
+from obnamlib import stored_names
 
 
 class RestoreTargetNotEmpty(obnamlib.errors.ObnamError):
@@ -142,6 +151,14 @@ class Restorer:
                     self.gen, 'client_name', ''),
                 genspec=self.repo.make_generation_spec(self.gen),
                 filename=path)
+        if path != b'/':
+            for name in path.split(b'/')[1:]:
+                if not stored_names.is_safe(name):  # stored: a tampered name
+                    raise self._unsafe(os.path.dirname(path), name)
+
+    def _unsafe(self, dirname, name):
+        return stored_names.unsafe_name_error(
+            self.repo, self.gen, dirname, name, self.client_name)
 
     def _prepare_target(self):
         """The target must be absent or empty; created with one mkdir."""
@@ -154,9 +171,11 @@ class Restorer:
 
     def _restore_path(self, path):
         if path != b'/' and not self.pretend:
-            parent = os.path.dirname(self.dest(path))
-            if not self.fs.exists(parent):
-                self.fs.makedirs(parent)
+            try:
+                self._make_parents(path)
+            except obnamlib.errors.ObnamError as e:
+                self._failed(path, e)
+                return
         md = self._metadata(path)
         if md is None:
             return
@@ -164,6 +183,20 @@ class Restorer:
             self._restore_tree(path, md)
         else:
             self._restore_leaf(path, md)
+
+    def _make_parents(self, path):
+        """The directories above path below the target, made as needed;
+        one that exists must be a real directory (an earlier path asked
+        for may have been restored as a symlink): never followed."""
+        dest = self.target
+        for name in path.split(b'/')[1:-1]:
+            dest = dest + b'/' + name
+            if not self.fs.exists(dest):
+                self.fs.mkdir(dest, 0o700)
+            elif not stat.S_ISDIR(self.fs.lstat(dest).st_mode):
+                raise obnamlib.errors.ObnamSystemError(
+                    filename=dest, errno=errno.ENOTDIR,
+                    strerror='Not a directory (symlinks are not followed)')
 
     def dest(self, path):
         """Where path of the generation goes below the target."""
@@ -185,6 +218,9 @@ class Restorer:
                 self._finish(path, md)
                 continue
             level[3] = index + 1
+            if not stored_names.is_safe(names[index]):
+                self._refuse(path, names[index])
+                continue
             child = _join(path, names[index])
             child_md = self._metadata(child)
             if child_md is None:
@@ -195,6 +231,10 @@ class Restorer:
             else:
                 self._restore_leaf(child, child_md)
         self.walk = None
+
+    def _refuse(self, dirname, name):
+        self._failed(os.fsencode(stored_names.shown_path(dirname, name)),
+                     self._unsafe(dirname, name))
 
     def _children(self, path):
         try:
@@ -400,6 +440,8 @@ class Restorer:
             if index == len(names):
                 continue
             pending.append((directory, names, index + 1))
+            if not stored_names.is_safe(names[index]):
+                continue        # refused when the restore gets there
             path = _join(directory, names[index])
             looked_at += 1
             if path in peeked:

@@ -24,6 +24,7 @@ import stat as stat_module
 
 import obnamlib.errors
 import obnamlib.live_metadata
+from obnamlib import stored_names
 from obnamlib.restorer import (READ_AHEAD_NAMES, HintSchedule,
                                chunk_size_guess)
 
@@ -105,6 +106,9 @@ class Verifier:
                 continue
             stack.append((path, md, True))
             for name in reversed(names):
+                if not stored_names.is_safe(name):
+                    self._refuse(path, name)
+                    continue
                 child = _join(path, name)
                 child_md = self._backup_call(child, self.repo.get_metadata,
                                              self.gen, child)
@@ -112,6 +116,14 @@ class Verifier:
                     child_md = _DAMAGED
                 if child_md is not None:
                     stack.append((child, child_md, False))
+
+    def _refuse(self, dirname, name):
+        """A stored name that would lead out of the tree (untrusted
+        repository): a failure, and no live path is looked at."""
+        self.checked += 1
+        self._fail(os.fsencode(stored_names.shown_path(dirname, name)),
+                   stored_names.unsafe_name_error(
+                       self.repo, self.gen, dirname, name).first_line())
 
     def _has_children(self, path):
         try:
@@ -227,6 +239,8 @@ class Verifier:
         """The walk's entries for the children of path, looked at early."""
         entries = []
         for name in self.repo.get_file_children(self.gen, path):
+            if not stored_names.is_safe(name):
+                continue        # refused when the walk gets there
             child = _join(path, name)
             try:
                 entries.append((child, self.repo.get_metadata(self.gen, child),

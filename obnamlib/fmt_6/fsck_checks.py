@@ -18,6 +18,8 @@ import re
 
 from obnamlib import larch
 import obnamlib.larch.fsck
+from obnamlib.larch import errors as larch_errors
+from obnamlib.larch import tree as larch_tree
 
 from obnamlib import errors
 from obnamlib.fmt_6 import keys
@@ -447,18 +449,23 @@ def _changed_entries(forest, old_root, new_root):
 
 def _node_ids(store, root_id):
     """Ids of every node of a tree; leaves are not read (a larch tree
-    has all its leaves at the same depth)."""
+    has all its leaves at the same depth).  A node met twice is a loop
+    (TreeLoops): a damaged tree must not make fsck spin."""
     depth = 0
     node = store.get(root_id)
     while not node.is_leaf:
         node = store.get(node.children[0])
         depth += 1
+        if depth > larch_tree.MAX_DEPTH:
+            raise larch_errors.TreeLoops(store.dirname, node.id)
     ids = {root_id}
     level = [root_id]
     for _ in range(depth):
         children = []
         for node_id in level:
             children.extend(store.get(node_id).children)
+        if not ids.isdisjoint(children) or len(set(children)) < len(children):
+            raise larch_errors.TreeLoops(store.dirname, level[0])
         ids.update(children)
         level = children
     return ids
@@ -468,10 +475,14 @@ def _entries(store, root_id, skip):
     """(key, value) pairs of a tree in key order, leaving out the nodes
     in skip."""
     stack = [root_id]
+    seen = set()
     while stack:
         node_id = stack.pop()
         if node_id in skip:
             continue
+        if node_id in seen:
+            raise larch_errors.TreeLoops(store.dirname, node_id)
+        seen.add(node_id)
         node = store.get(node_id)
         if node.is_leaf:
             yield from zip(node.keys, node.values)

@@ -90,3 +90,14 @@ class TreeNotInForest(Error):
     def __init__(self, dirname):
         super().__init__(
             'forest %s: tree is not part of this forest' % dirname)
+
+
+class TreeLoops(Error):
+    """A walk met a node again, or went deeper than any B-tree can be: a
+    damaged or hostile forest whose nodes point back up (or sideways)."""
+
+    def __init__(self, dirname, node_id):
+        self.node_id = node_id
+        super().__init__(
+            'forest %s: node %d is reached again or too deep down: the '
+            'B-tree loops' % (dirname, node_id))

@@ -2,6 +2,12 @@
 
 Nodes whose refcount is 1 (or 0: created by the change in progress) are
 changed in place; shared nodes are shadowed (copied under a new id) first.
+
+Stored node ids are untrusted: a node that points to itself or to an
+ancestor must not make a reader spin.  A descent along one path counts
+its levels (MAX_DEPTH); a walk over a range keeps the ids it met (a node
+met twice in one tree is a loop) and turns a too-deep recursion into the
+same error, `TreeLoops`.
 `insert` and `remove` have a fast path for the common case of a key that
 lands in an unshared leaf and changes nothing above it.
 """
@@ -13,6 +19,10 @@ from obnamlib.larch.nodes import LeafNode, IndexNode, HEADER_SIZE
 from obnamlib.larch.refcounts import GROUP_BITS
 
 GROUP_MASK = (1 << GROUP_BITS) - 1
+
+# No B-tree is deeper: each level at least doubles the leaves, and node
+# ids are 64 bits.  A descent that goes on is a loop in a damaged forest.
+MAX_DEPTH = 64
 
 
 class Tree:
@@ -73,6 +83,7 @@ class Tree:
             node = store.load(self._root_id)
         else:
             cache.move_to_end(self._root_id)
+        depth = 0
         while not node.is_leaf:
             i = bisect_right(node.keys, key) - 1
             if i < 0:
@@ -83,6 +94,9 @@ class Tree:
                 node = store.load(child_id)
             else:
                 cache.move_to_end(child_id)
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise errors.TreeLoops(self._dirname, child_id)
         keys = node.keys
         j = bisect_left(keys, key)
         if j < len(keys) and keys[j] == key:
@@ -103,7 +117,9 @@ class Tree:
             return None, lo, hi
         store = self._store
         node = store.get(self._root_id)
-        while not node.is_leaf:
+        for _ in range(MAX_DEPTH + 1):
+            if node.is_leaf:
+                break
             keys = node.keys
             last = bisect_right(keys, hi) - 1
             if last < 0:
@@ -112,6 +128,8 @@ class Tree:
             if first != last and not (first < 0 and last == 0):
                 break
             node = store.get(node.children[last])
+        else:
+            raise errors.TreeLoops(self._dirname, node.id)
         return node, lo, hi
 
     def lookup_range(self, minkey, maxkey):
@@ -119,8 +137,23 @@ class Tree:
         node, lo, hi = self._range_start(minkey, maxkey)
         result = []
         if node is not None:
-            self._walk_range(node, lo, hi, result.extend)
+            self._bounded(self._walk_range, node, lo, hi, result.extend,
+                          set())
         return result
+
+    def _bounded(self, walk, node, *args):
+        """walk(node, *args), a recursion that loops or is absurdly deep
+        (more than Python's stack) reported as the loop it is."""
+        try:
+            return walk(node, *args)
+        except RecursionError:
+            raise errors.TreeLoops(self._dirname, node.id) from None
+
+    def _met(self, node, seen):
+        """Note a node the walk entered; meeting one twice is a loop."""
+        if node.id in seen:
+            raise errors.TreeLoops(self._dirname, node.id)
+        seen.add(node.id)
 
     def iter_range(self, minkey, maxkey):
         """Like lookup_range, but lazily: for long scans of big trees.
@@ -129,9 +162,13 @@ class Tree:
         """
         node, lo, hi = self._range_start(minkey, maxkey)
         if node is not None:
-            yield from self._iter(node, lo, hi)
+            try:
+                yield from self._iter(node, lo, hi, set())
+            except RecursionError:
+                raise errors.TreeLoops(self._dirname, node.id) from None
 
-    def _iter(self, node, lo, hi):
+    def _iter(self, node, lo, hi, seen):
+        self._met(node, seen)
         keys = node.keys
         if node.is_leaf:
             a = bisect_left(keys, lo)
@@ -142,9 +179,12 @@ class Tree:
         b = bisect_right(keys, hi)
         get = self._store.get
         for child_id in node.children[a:b]:
-            yield from self._iter(get(child_id), lo, hi)
+            yield from self._iter(get(child_id), lo, hi, seen)
 
-    def _walk_range(self, node, lo, hi, emit):
+    def _walk_range(self, node, lo, hi, emit, seen):
+        if node.id in seen:
+            raise errors.TreeLoops(self._dirname, node.id)
+        seen.add(node.id)
         keys = node.keys
         if node.is_leaf:
             a = bisect_left(keys, lo)
@@ -156,35 +196,42 @@ class Tree:
         b = bisect_right(keys, hi)
         get = self._store.get
         for child_id in node.children[a:b]:
-            self._walk_range(get(child_id), lo, hi, emit)
+            self._walk_range(get(child_id), lo, hi, emit, seen)
 
     def count_range(self, minkey, maxkey):
         """Number of keys with minkey <= key <= maxkey."""
         node, lo, hi = self._range_start(minkey, maxkey)
-        return 0 if node is None else self._count(node, lo, hi)
+        if node is None:
+            return 0
+        return self._bounded(self._count, node, lo, hi, set())
 
-    def _count(self, node, lo, hi):
+    def _count(self, node, lo, hi, seen):
+        self._met(node, seen)
         keys = node.keys
         if node.is_leaf:
             return max(0, bisect_right(keys, hi) - bisect_left(keys, lo))
         a = max(bisect_right(keys, lo) - 1, 0)
         b = bisect_right(keys, hi)
         get = self._store.get
-        return sum(self._count(get(c), lo, hi) for c in node.children[a:b])
+        return sum(self._count(get(c), lo, hi, seen)
+                   for c in node.children[a:b])
 
     def range_is_empty(self, minkey, maxkey):
         """Whether no key k has minkey <= k <= maxkey."""
         node, lo, hi = self._range_start(minkey, maxkey)
-        return node is None or not self._any(node, lo, hi)
+        return node is None or not self._bounded(self._any, node, lo, hi,
+                                                 set())
 
-    def _any(self, node, lo, hi):
+    def _any(self, node, lo, hi, seen):
+        self._met(node, seen)
         keys = node.keys
         if node.is_leaf:
             return bisect_right(keys, hi) > bisect_left(keys, lo)
         a = max(bisect_right(keys, lo) - 1, 0)
         b = bisect_right(keys, hi)
         get = self._store.get
-        return any(self._any(get(c), lo, hi) for c in node.children[a:b])
+        return any(self._any(get(c), lo, hi, seen)
+                   for c in node.children[a:b])
 
     # --- insert --------------------------------------------------------
 
@@ -210,6 +257,7 @@ class Tree:
         node = cache.get(self._root_id)
         if node is not None:
             groups = self._rc.groups
+            depth = 0
             while not node.is_leaf:
                 i = bisect_right(node.keys, key) - 1
                 if i < 0:
@@ -223,6 +271,9 @@ class Tree:
                     node = store.load(child_id)
                 else:
                     cache.move_to_end(child_id)
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise errors.TreeLoops(self._dirname, child_id)
             else:
                 keys = node.keys
                 j = bisect_left(keys, key)
@@ -253,6 +304,10 @@ class Tree:
         """
         try:
             change(*args)
+        except RecursionError:
+            error = errors.TreeLoops(self._dirname, self._root_id)
+            self._forest.broken = error
+            raise error from None
         except BaseException as e:
             self._forest.broken = e
             raise
@@ -377,12 +432,16 @@ class Tree:
         store = self._store
         counts = self._rc
         node = store.get(self._root_id)
-        while not node.is_leaf:
+        for _ in range(MAX_DEPTH + 1):
+            if node.is_leaf:
+                break
             i = bisect_right(node.keys, key) - 1
             child_id = node.children[i]
             if counts.get(child_id) != 1:
                 return False
             node = store.get(child_id)
+        else:
+            raise errors.TreeLoops(self._dirname, node.id)
         keys = node.keys
         j = bisect_left(keys, key)
         if j == 0:

@@ -1,0 +1,32 @@
+"""Names read from a repository are untrusted: one that is empty, `.`,
+`..` or holds `/` or NUL is no single directory entry, and joined onto a
+restore target or a live path it would escape it (or write through a
+symlink made earlier).  Restore, verify, the FUSE view and fsck refuse
+such names with `UnsafeStoredName` (R452C9X).
+"""
+
+import os
+
+from obnamlib import errors
+
+_SPECIAL = (b'', b'.', b'..')
+
+
+def is_safe(name):
+    """Whether a stored basename (bytes) is one ordinary directory entry."""
+    return name not in _SPECIAL and b'/' not in name and b'\0' not in name
+
+
+def unsafe_name_error(repo, gen_id, dirname, name, client_name=None):
+    """The one-line error for name in directory dirname of gen_id."""
+    return errors.UnsafeStoredName(
+        client_name=client_name or getattr(gen_id, 'client_name', ''),
+        genspec=repo.make_generation_spec(gen_id),
+        filename=shown_path(dirname, name))
+
+
+def shown_path(dirname, name):
+    """dirname/name as a person should see it: the name repr'd, since it
+    may hold a slash, NUL or nothing."""
+    shown = os.fsdecode(name).encode('unicode_escape').decode('ascii')
+    return '%s/"%s"' % (os.fsdecode(dirname).rstrip('/'), shown)
