@@ -3,13 +3,18 @@
 Paths are absolute bytes.  A path is found through its default file id
 slot; its own random file id then keys its metadata, chunk list, directory
 listing and in-tree data.  Resolved ids are cached, because a backup or
-restore asks about the same directory over and over.
+restore asks about the same directory over and over.  A listing's ids
+are taken for its children's ids, but not one that is the directory's own
+or an ancestor's: a damaged listing naming those would make every walk
+endless (/d/x/x/x/...).  Such a child is looked up by its name instead,
+and where that finds nothing it is RepositoryCorrupt ("the tree loops").
 """
 
 import posixpath
 import random
 import struct
 
+from obnamlib import errors
 from obnamlib.fmt_6 import keys
 from obnamlib.fmt_6.metadata_codec import decode_metadata, encode_metadata
 from obnamlib.metadata import Metadata
@@ -18,6 +23,10 @@ ROOT = b'/'
 ID_CACHE_LIMIT = 100000
 MAX_START = 2 ** 64 - 2 ** 40     # room to count up from a random start
 _U64 = struct.Struct('!Q')
+
+
+def _shown(path):
+    return path.decode('utf-8', 'backslashreplace')
 
 
 def join_path(dirname, basename):
@@ -38,6 +47,7 @@ class GenerationTree:
         self.fresh = set()        # ids created here that have no chunks yet
         self.last_miss = None     # (path, ids taken in its slot)
         self.next_file_id = None
+        self.loops = {}           # child path -> its looping listing's path
 
     # --- resolving paths -------------------------------------------------
 
@@ -48,6 +58,13 @@ class GenerationTree:
             file_id = self._lookup_file_id(path)
             if file_id is not None:
                 self._remember(path, file_id)
+            elif path in self.loops:
+                raise errors.RepositoryCorrupt(
+                    what='generation tree', reason=(
+                        'directory %s lists itself or a directory above it '
+                        'as %s: the tree loops' % (
+                            _shown(self.loops[path]),
+                            _shown(posixpath.basename(path)))))
         return file_id
 
     def _lookup_file_id(self, path):
@@ -94,13 +111,30 @@ class GenerationTree:
             return None
         pairs = self.tree.lookup_range(*keys.file_range(file_id,
                                                         keys.DIR_CONTENTS))
+        above = self._ids_above(path, file_id)
         names = []
         for key, basename in pairs:
             names.append(basename)
+            child_id = key[-8:]
             child = join_path(path, basename)
-            if child not in self.ids:
-                self._remember(child, key[-8:])
+            if child_id in above:
+                self.loops[child] = path
+            elif child not in self.ids:
+                self._remember(child, child_id)
         return sorted(names)
+
+    def _ids_above(self, path, file_id):
+        """The file ids of path and of its ancestors that are known (a
+        loop can only go through known ids: every other path is looked
+        up by name)."""
+        ids = {file_id}
+        parent = keys.parent_path(path)
+        while parent != path:
+            ancestor = self.ids.get(parent)
+            if ancestor is not None:
+                ids.add(ancestor)
+            path, parent = parent, keys.parent_path(parent)
+        return ids
 
     def chunk_ids(self, path):
         file_id = self.file_id(path)

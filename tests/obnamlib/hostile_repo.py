@@ -50,6 +50,17 @@ def rename(repo_path, client, path, name, parent=None):
     repo.close()
 
 
+def list_again(repo_path, client, directory, listed, name):
+    """Directory (bytes) also lists the entry of `listed` (itself or one
+    above it) under name: a loop in the generation's file tree."""
+    repo, gen, tree = _latest(repo_path, client)
+    tree.tree.insert(keys.file_key(tree.file_id(directory),
+                                   keys.DIR_CONTENTS, tree.file_id(listed)),
+                     name)
+    repo.commit_client(client)
+    repo.close()
+
+
 def make_symlink(repo_path, client, path, target):
     """Record path (bytes) as a symlink to target in the latest
     generation, keeping whatever is stored below it."""

@@ -161,3 +161,22 @@ def test_looping_nodes_end_every_command_with_one_line(world, how):
         else:
             errors = [l for l in err.splitlines() if l.startswith('ERROR')]
             assert len(errors) == 1, (args, err)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize('listed', ['d', '/'])
+def test_a_directory_listing_itself_or_the_root_ends_every_walk(world,
+                                                                listed):
+    tmp_path, live, repo_path = world
+    above = (live_path(live, 'd') if listed == 'd' else b'/')
+    hostile_repo.list_again(repo_path, CLIENT, live_path(live, 'd'), above,
+                            b'loop')
+    for args in (['ls'], ['fsck'], ['verify', str(live)],
+                 ['restore', '--to', str(tmp_path / 'target')]):
+        code, out, err = obnam(tmp_path, args[0], '-r', str(repo_path),
+                               *args[1:])
+        assert code == 1, (args, out, err)
+        assert 'Traceback' not in out + err, args
+        assert 'the tree loops' in err, (args, err)
+    restored = str(tmp_path / 'target') + str(live)
+    assert open(os.path.join(restored, 'd', 'b'), 'rb').read() == b'file b\n'
