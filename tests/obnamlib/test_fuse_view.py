@@ -273,3 +273,23 @@ def test_refresh_sees_new_generations_and_skips_checkpoints(tmp_path):
     assert view.read(b'/' + view.latest + path, 0, 10) == b'two'
     assert view.read(b'/' + b'%d' % first + path, 0, 10) == b'one'
     view.close()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('name', [b'..', b'x/../../y', b''])
+def test_a_directory_with_an_unsafe_stored_name_is_not_listed(tmp_path,
+                                                              name):
+    """A tampered name must not reach the kernel: the listing fails with
+    R452C9X naming the path; the other names still resolve."""
+    from obnamlib import errors
+    from tests.obnamlib import hostile_repo
+    live = tmp_path / 'live'
+    make_live_tree(live)
+    obnam(tmp_path / 'repo', 'backup', '--chunk-size=%d' % CHUNK, live)
+    hostile_repo.rename(tmp_path / 'repo', CLIENT,
+                        os.fsencode(str(live / 'small')), name)
+    view = open_view(tmp_path / 'repo')
+    with pytest.raises(errors.UnsafeStoredName) as caught:
+        view.listdir(in_view(view, live))
+    assert str(live) in str(caught.value)
+    assert view.getattr(in_view(view, live / 'empty')).st_size == 0
