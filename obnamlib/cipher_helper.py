@@ -5,6 +5,7 @@ repository root, in the order asked.  It imports as little as it needs: it boots
 while the parent works."""
 
 import collections
+import logging
 import mmap
 import os
 import signal
@@ -25,6 +26,10 @@ def serve(root, requests_fd, replies_fd, ring_fd=None):
     the parent's log, not to the terminal.  ring_fd: the shared memory
     for read replies (obnamlib.reply_ring), if the parent made one."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Log records have nowhere to go here: without a handler, Python would
+    # print warnings on the terminal, which is the parent's (it logs what
+    # it reads itself).
+    logging.getLogger().addHandler(logging.NullHandler())
     requests = Channel(int(requests_fd))
     replies = Channel(int(replies_fd))
     try:

@@ -198,11 +198,21 @@ class RepositoryFS:
         paths = paths[in_line:]
         wanted = []
         for path in paths:
-            passphrase = self.keys.symmetric_key(toplevel_of(path))
+            passphrase = self._read_ahead_key(path)
             if passphrase is None:
                 break
             wanted.append((path, passphrase))
         helper.read_ahead(wanted)
+
+    def _read_ahead_key(self, path):
+        """The key to read `path` ahead with, or None.  Reading ahead is a
+        hint: a key that cannot be had is not its error to report, but
+        that of the read_file that follows (fsck counts it as a problem
+        of that file; a restore names the file)."""
+        try:
+            return self.keys.symmetric_key(toplevel_of(path))
+        except errors.ObnamError:
+            return None
 
     def _reads_ahead(self):
         """An encrypted repository on a local disk (format 6)."""

@@ -14,8 +14,9 @@ attr acl openssh-server xz-utils"
 PACKAGING_PACKAGES="debhelper dh-python"
 
 # What this machine needs to make the other places: a Debian root
-# (debootstrap) and a venv with pyfuse3 built from PyPI's source.
-BUILDER_PACKAGES="debootstrap libfuse3-dev pkg-config gcc"
+# (debootstrap) and a venv with pyfuse3 built from PyPI's source (from
+# pyenv's Python 3.13, or the system's where it is 3.13: python3-venv).
+BUILDER_PACKAGES="debootstrap libfuse3-dev pkg-config gcc python3-venv python3-dev"
 
 # debian_release: 12 or 13 (the major version of /etc/debian_version;
 # a testing or unstable system counts as 13).

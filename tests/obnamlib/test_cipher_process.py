@@ -505,3 +505,23 @@ def test_a_crash_report_behind_ring_replies_is_not_lost(
     assert 'AttributeError' in str(raised.value)
     assert 'Traceback' in caplog.text
     fs.close()
+
+
+class _KeyFailsAfterReadAhead(PassphraseTable):
+    """A toplevel whose key cannot be had (a damaged key file): every
+    attempt fails, as toplevel_keys does, whoever asks first."""
+
+    def symmetric_key(self, toplevel):
+        raise errors.ObnamError()
+
+
+def test_a_key_that_cannot_be_had_fails_the_read_not_the_hint(tmp_path):
+    paths = stored_files(tmp_path, repo_fs.READ_AHEAD_AFTER + 10)
+    base = obnamlib.vfs_local.LocalFS(str(tmp_path))
+    fs = repo_fs.RepositoryFS(base, keys=_KeyFailsAfterReadAhead({}),
+                              cipher=CountingCipher())
+    fs.seal_helper().start()
+    fs.read_ahead(paths)            # a hint: nothing to report here
+    with pytest.raises(errors.ObnamError):
+        fs.read_file(paths[-1])
+    fs.close()

@@ -85,7 +85,7 @@ def test_damaged_key_files_are_reported(reference_repos, reference_gpg_home,
     assert result.stderr.startswith(b''), result.stderr
     lines = result.stderr.decode().splitlines()
     assert lines[-1].startswith('ERROR: ') and 'problem(s) that remain' in \
-        lines[-1]
+        lines[-1], lines
     shown = 'client havelock' if toplevel == 'client' else toplevel
     assert any(shown in line for line in lines[:-1]), lines
 
