@@ -5,15 +5,34 @@ means having created it exclusively.  Several locks are always taken in
 byte-wise sorted order of their directories and released in that order, and
 a failure part way releases what was taken, so two writers can never
 deadlock or leave half a set behind.
+
+A lock whose holder is gone (lock_holder: a process of this host that no
+longer runs) is broken at once, so an hourly backup heals after a crash.
+Breaking must never remove a lock another process has just taken in its
+place, whatever the number of processes at it: breakers take turns
+through a token file named after the stale content (exclusive create),
+and the one holding it removes the lock only if it still holds that
+content.  Nobody else removes a lock (its holder is gone; force-lock
+aside) and a stale content never comes back, so the lock cannot change
+between that check and the removal.  A token left by a breaker that died
+is broken the same way.  Locks we cannot judge wait as before, and the
+timeout names their holder and force-lock.
 """
 
+import hashlib
+import logging
 import os
-import socket
+import secrets
 import time
 
-from obnamlib import errors
+from obnamlib import errors, lock_holder
 
 LOCK_NAME = 'lock'
+TOKEN_PREFIX = 'tmp-breaking-'     # tmp*: chunk listings ignore it
+MAX_RETRIES_AT_ONCE = 10           # then wait a second as usual
+MAX_TOKEN_DEPTH = 3                # tokens of dead breakers' tokens
+
+REMOVED, CHANGED, BUSY = 'removed', 'changed', 'busy'
 
 
 def lock_path(dirname):
@@ -23,30 +42,28 @@ def lock_path(dirname):
     return dirname + '/' + LOCK_NAME
 
 
-def lock_content():
-    """Who holds the lock, for people looking at a stale one (Obnam 1.x
-    ignores the content)."""
-    return ('obnam-lock\nhost=%s\npid=%d\ntime=%s\n' % (
-        socket.gethostname(), os.getpid(),
-        time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()))).encode('ascii')
-
-
 class LockManager:
     """Locks below one repository.
 
     `fs` needs `lock(path, content)` (exclusive create; raises LockFail or
     FileExistsError if the file exists) and `unlock(path)`.  `timeout` is
     --lock-timeout in seconds: retry once per second until it has passed.
-    `sleep` and `clock` are injectable so tests need not wait.
+    `sleep` and `clock` are injectable so tests need not wait; `this_host`
+    (lock_holder.ThisHost) too.  `on_break(line)` hears of each stale
+    lock broken (the log always does).
     """
 
     def __init__(self, fs, timeout=60, location='', sleep=time.sleep,
-                 clock=time.monotonic):
+                 clock=time.monotonic, this_host=lock_holder.THIS_HOST,
+                 on_break=None):
         self.fs = fs
         self.timeout = timeout
         self.location = location
         self.sleep = sleep
         self.clock = clock
+        self.this_host = this_host
+        self.on_break = on_break
+        self.token = secrets.token_hex(8)
         self.held = set()
 
     def is_locked(self, dirname):
@@ -84,21 +101,102 @@ class LockManager:
             return
         path = lock_path(dirname)
         deadline = self.clock() + max(0, self.timeout)
+        at_once = 0
         while True:
             if self._try_lock(path):
                 self.held.add(dirname)
                 return
+            if at_once < MAX_RETRIES_AT_ONCE and self._may_retry_now(path):
+                at_once += 1
+                continue
             if self.clock() >= deadline:
+                holder = lock_holder.parse(self._read(path) or b'')
                 raise errors.LockFail(lock_name=self._shown(path),
-                                      reason='timeout')
+                                      reason=_timeout_reason(holder))
             self.sleep(1)
+            at_once = 0
+
+    def _may_retry_now(self, path):
+        """True if the lock is gone: released, or broken as stale."""
+        data = self._read(path)
+        if data is None:
+            return True
+        holder = lock_holder.parse(data)
+        return holder is not None and self._break_if_gone(path, data, holder)
 
     def _try_lock(self, path):
         try:
-            self.fs.lock(path, lock_content())
+            self.fs.lock(path, lock_holder.content(self.token, self.this_host))
         except (errors.LockFail, FileExistsError):
             return False
         return True
+
+    def _read(self, path):
+        """A lock file's bytes, None if it is gone, b'' if unreadable."""
+        try:
+            return getattr(self.fs, 'read_raw', self.fs.read_file)(path)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            logging.warning('Cannot read lock file %s', self._shown(path),
+                            exc_info=True)
+            return b''
+
+    def _break_if_gone(self, path, data, holder):
+        """Break the lock if its holder is gone (or is this manager, which
+        no longer holds it); True to try again at once."""
+        if holder.token == self.token and holder.pid == os.getpid():
+            reason = 'left by this process'
+        else:
+            reason = lock_holder.why_gone(holder, self.this_host)
+        if reason is None:
+            return False
+        outcome = self._remove_if_unchanged(path, data)
+        if outcome == REMOVED:
+            line = 'Removed stale lock %s of host %s, pid %d: %s' % (
+                self._shown(path), holder.host, holder.pid, reason)
+            logging.warning(line)
+            if self.on_break is not None:
+                self.on_break(line)
+        return outcome != BUSY
+
+    def _remove_if_unchanged(self, path, stale, depth=0):
+        """Remove the file at path if it still holds `stale`, holding the
+        breakers' token for that content meanwhile."""
+        token = token_path(path, stale)
+        try:
+            self.fs.lock(token, lock_holder.content(self.token,
+                                                    self.this_host))
+        except (errors.LockFail, FileExistsError):
+            return self._token_taken(token, depth)
+        try:
+            if self._read(path) != stale:
+                return CHANGED
+            self.fs.remove(path)
+            return REMOVED
+        except FileNotFoundError:
+            return CHANGED
+        finally:
+            self._remove_quietly(token)
+
+    def _token_taken(self, token, depth):
+        """Another breaker is at it: wait for it (BUSY), unless it is done
+        or died there, when its token is broken in turn."""
+        data = self._read(token)
+        if data is None:
+            return CHANGED
+        holder = lock_holder.parse(data)
+        if (depth < MAX_TOKEN_DEPTH and holder is not None and
+                lock_holder.why_gone(holder, self.this_host) and
+                self._remove_if_unchanged(token, data, depth + 1) != BUSY):
+            return CHANGED
+        return BUSY
+
+    def _remove_quietly(self, path):
+        try:
+            self.fs.remove(path)
+        except FileNotFoundError:
+            pass
 
     def _shown(self, path):
         if not self.location:
@@ -112,6 +210,23 @@ class LockManager:
             self.fs.unlock(lock_path(dirname))
         except FileNotFoundError:
             pass
+
+
+def _timeout_reason(holder):
+    """LockFail's reason: 1.x's bare 'timeout' for a lock that names no
+    holder (Obnam 1.x's empty files), else who holds it and what to do."""
+    if holder is None:
+        return 'timeout'
+    return ('timeout; held by %s; if that obnam is no longer running, '
+            'remove the lock with obnam force-lock'
+            % lock_holder.describe(holder))
+
+
+def token_path(path, stale):
+    """The breakers' token for a stale content, next to the lock file."""
+    dirname, _, _ = path.rpartition('/')
+    name = TOKEN_PREFIX + hashlib.sha1(stale).hexdigest()
+    return dirname + '/' + name if dirname else name
 
 
 def _sort_key(dirname):

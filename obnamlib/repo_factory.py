@@ -3,7 +3,9 @@
 The only place that looks at `metadata/format`: `6` is format 6; a missing
 marker on an existing directory is not a repository; anything else is a
 format we do not know.  A repository is created only when asked (backup),
-with one mkdir of its root, whose parent must exist.
+with one mkdir of its root, whose parent must exist, and only in a new or
+empty directory: `-r /etc` or a mistyped path must not fill a directory
+full of other things with repository files.
 """
 
 import errno
@@ -17,6 +19,12 @@ FORMAT_6 = '6'
 FORMAT_5 = '5'
 SUPPORTED_FORMATS = (FORMAT_6,)      # what list-formats shows
 READABLE_FORMATS = (FORMAT_6, FORMAT_5)   # format 5: read-only
+
+class RefusingNonEmptyDirectory(errors.ObnamError):
+    code = 'RE7199X'
+    msg = ('{url} is not an Obnam repository and not empty: refusing to '
+           'create a repository in it; give a new or empty directory')
+
 
 DEFAULTS = {
     'repository': None,
@@ -62,8 +70,10 @@ def open_repository(settings=None, vfs=None, create=False, url=None,
     vfs: an already opened raw VFS of the repository root.  repo_fs: a
     ready StorageFS with filters (tests); then nothing else is built.
     create=True (backup) makes the directory and `metadata/format` if
-    missing.  Overrides: setting names, e.g. node_size=4096, lock_timeout=0.
-    Encryption problems are found before anything is written.
+    missing, in a new or empty directory only (RE7199X otherwise); the
+    repository's `created` says whether this call made it.  Overrides:
+    setting names, e.g. node_size=4096, lock_timeout=0.  Encryption
+    problems are found before anything is written.
     """
     opts = _Settings(settings, overrides)
     url = url or opts['repository']
@@ -80,18 +90,20 @@ def open_repository(settings=None, vfs=None, create=False, url=None,
         elif not _is_local(url) and not vfs.isdir('.'):
             raise errors.ObnamSystemError(filename=url, errno=errno.ENOENT,
                                           strerror=os.strerror(errno.ENOENT))
-        found = _check_format(vfs, url, create, keys)
+        found, created = _check_format(vfs, url, create, keys)
         repo_fs = _repository_fs(vfs, opts, keys, found)
     else:
-        _check_format(repo_fs, url, create, None)
+        _, created = _check_format(repo_fs, url, create, None)
     from obnamlib.fmt_6.repo_fmt_6 import RepositoryFormat6
-    return RepositoryFormat6(repo_fs,
+    repo = RepositoryFormat6(repo_fs,
                              node_size=int(opts.get('node-size',
                                                     DEFAULTS['node-size'])),
                              lock_timeout=int(opts.get(
                                  'lock-timeout', DEFAULTS['lock-timeout'])),
                              location=url or '',
                              owns_storage=owns_storage)
+    repo.created = created
+    return repo
 
 
 def _is_local(url):
@@ -135,23 +147,36 @@ def _make_root(vfs, url):
 
 
 def _check_format(fs, url, create, keys):
-    """The format found ('6' or '5'); raise unless we read it.  Creates the
-    marker when asked and missing."""
+    """(format found, whether we created the repository); raise unless we
+    read it.  Creates the marker when asked and missing, in an empty
+    directory only."""
     try:
         data = fs.read_file(FORMAT_FILE)
     except FileNotFoundError:
         if not create:
             raise errors.NotARepository(url=url)
-        _write_format(fs)
-        return FORMAT_6
+        _refuse_unless_empty(fs, url)
+        return FORMAT_6, _write_format(fs)
     found = _first_line(data)
     if found in READABLE_FORMATS:
-        return found
+        return found, False
     if not found.isdigit():
         found5 = _format5_marker(fs, keys)
         if found5 == FORMAT_5:
-            return FORMAT_5
+            return FORMAT_5, False
     raise errors.UnknownRepositoryFormat(format=found, url=url)
+
+
+def _refuse_unless_empty(fs, url):
+    """A directory without a format marker becomes a repository only if
+    it holds nothing: anything else is someone's data, or the mount point
+    of a disk that is not there."""
+    try:
+        names = fs.listdir('.')
+    except FileNotFoundError:
+        return
+    if names:
+        raise RefusingNonEmptyDirectory(url=url)
 
 
 def _first_line(data):
@@ -170,15 +195,17 @@ def _format5_marker(raw, keys):
 
 
 def _write_format(fs):
+    """Write the marker; False if another process was first."""
     create = getattr(fs, 'create_file', None)
     data = (FORMAT_6 + '\n').encode('ascii')
     if create is not None:
         try:
             create(FORMAT_FILE, data)
         except FileExistsError:
-            pass
+            return False
     else:
         fs.write_file(FORMAT_FILE, data)
+    return True
 
 
 def _repository_fs(vfs, opts, keys, found):

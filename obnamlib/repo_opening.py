@@ -5,10 +5,14 @@ or everything (forget, fsck).  Whatever happens inside the block, the
 repository is closed at the end, which discards uncommitted changes and
 releases every lock this process still holds; a command commits inside the
 block when it has finished its changes.
+
+A stale lock broken on the way (lockmgr) is said on stderr, one line,
+through `on_stale_lock` (the command's ui.error; plain stderr if none).
 """
 
 import contextlib
 import logging
+import sys
 
 from obnamlib import repo_factory
 
@@ -17,11 +21,12 @@ LOCK_LEVELS = ('none', 'client', 'everything')
 
 @contextlib.contextmanager
 def opened_repository(settings, lock='none', create=False, client_name=None,
-                      **overrides):
+                      on_stale_lock=None, **overrides):
     """Yield an open Repository holding the locks of level `lock`."""
     if lock not in LOCK_LEVELS:
         raise ValueError('unknown lock level %r' % (lock,))
     repo = repo_factory.open_repository(settings, create=create, **overrides)
+    tell_of_stale_locks(repo, on_stale_lock or _to_stderr)
     try:
         _take_locks(repo, lock, client_name or _setting(settings, 'client-name'))
         yield repo
@@ -29,6 +34,18 @@ def opened_repository(settings, lock='none', create=False, client_name=None,
         _close_quietly(repo)
         raise
     repo.close()
+
+
+def tell_of_stale_locks(repo, notice):
+    """Have the repository's lock manager report the locks it breaks."""
+    manager = getattr(repo, 'locks', None)
+    if manager is not None:
+        manager.on_break = notice
+
+
+def _to_stderr(line):
+    sys.stderr.write(line + '\n')
+    sys.stderr.flush()
 
 
 def _take_locks(repo, lock, client_name):

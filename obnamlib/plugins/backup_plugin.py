@@ -2,7 +2,8 @@
 
 The work is done by obnamlib.backup_engine; this module turns settings
 into its options, shows progress on the terminal, and prints the summary
-(§6.9) and the log statistics (§13.2).
+(§6.9) and the log statistics (§13.2).  A repository is created only in a
+new or empty directory (repo_factory), which it says on stderr.
 """
 
 import logging
@@ -83,8 +84,11 @@ class BackupPlugin(obnamlib.plugin.ObnamPlugin):
         opened = False
         try:
             with self.app.open_repository(
-                    lock='none', create=not options.pretend) as repo:
+                    lock='none', create=not options.pretend,
+                    on_stale_lock=self.app.ui.error) as repo:
                 opened = True
+                if getattr(repo, 'created', False):
+                    self.app.ui.error(created_notice(options.repository_url))
                 engine = backup_engine.BackupEngine(
                     repo, fs, options, progress, repo_io=repo.fs)
                 engine.run(paths)
@@ -94,6 +98,15 @@ class BackupPlugin(obnamlib.plugin.ObnamPlugin):
                     "You are using --pretend without an existing backup "
                     "repository. That can't work, sorry.")
             raise
+
+
+def created_notice(url):
+    """Said once, on stderr, when a backup made the repository: a mistyped
+    path or an unmounted disk shows at the first run, not at the first
+    restore."""
+    if obnamlib.vfs.parse_scheme(url) == '':
+        url = os.path.abspath(url)
+    return 'Created a new repository at %s' % url
 
 
 def make_options(settings, excluder):

@@ -1,8 +1,9 @@
 """force-lock: remove every lock file in the repository (cli.md §5.12).
 
-Lock files carry no owner, so a crashed run leaves them behind; this breaks
-all of them (client list, every client, chunk indexes), whoever holds
-them, whatever --client-name says.
+A lock whose holder on this host is gone heals by itself (lockmgr); the
+ones nobody can judge from here stay: held on another host, or written
+empty by Obnam 1.x.  This breaks all of them (client list, every client,
+chunk indexes), whoever holds them, whatever --client-name says.
 """
 
 from obnamlib import errors, plugin, repo_factory

@@ -2,8 +2,9 @@
 
 Takes the client-list lock, this client's lock if it is in the client
 list, and the chunk-index locks, then exits without releasing them: the
-state a crashed backup leaves behind, for testing lock handling and
-force-lock.
+state a crashed backup leaves behind (locks naming a process that is
+gone, which the next run on this host breaks), for testing lock handling
+and force-lock.
 """
 
 from obnamlib import plugin, repo_factory

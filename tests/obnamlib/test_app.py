@@ -3,6 +3,7 @@ throwaway HOME, checking output bytes and exit codes (cli.md §1-§3, §13)."""
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import textwrap
@@ -621,13 +622,33 @@ def test_lock_then_force_lock(home, tmp_path):
     assert len(locks) == 5
     assert {'lock', 'chunklist/lock', 'chunks/lock', 'chunksums/lock'} < \
         set(locks)
+    for name in locks:          # as if alice's _lock ran on another host
+        path = repo / name
+        path.write_bytes(path.read_bytes().replace(
+            b'host=%s\n' % socket.gethostname().encode(), b'host=elsewhere\n'))
     code, out, err = run(base + ['--client-name', 'bob', '_lock'], home)
     assert (code, out) == (1, b'')
-    assert err == b"ERROR: R681AEX: Couldn't create lock %s/lock: timeout\n" \
-        % str(repo).encode()
+    assert re.fullmatch(
+        b"ERROR: R681AEX: Couldn't create lock %s/lock: timeout; held by host "
+        b"elsewhere, pid \\d+, for \\d+ s; if that obnam is no longer "
+        b"running, remove the lock with obnam force-lock\n"
+        % re.escape(str(repo)).encode(), err), err
     assert run(base + ['--client-name', 'someone-else', 'force-lock'],
                home) == (0, b'', b'')
     assert lock_files(repo) == []
+
+
+def test_lock_left_by_a_process_that_is_gone_heals(home, tmp_path):
+    """_lock exits holding its locks, as a killed obnam would: the next
+    run on this host breaks them (and says so in its log)."""
+    repo = tmp_path / 'repo'
+    make_repository(repo, ['alice', 'bob'])
+    base = ['-r', str(repo), '--lock-timeout', '0']
+    assert run(base + ['--client-name', 'alice', '_lock'], home) == \
+        (0, b'', b'')
+    assert run(base + ['--client-name', 'bob', '_lock'], home) == \
+        (0, b'', b'')
+    assert len(lock_files(repo)) == 6       # alice's client lock too
 
 
 def test_lock_for_client_not_in_list(home, tmp_path):

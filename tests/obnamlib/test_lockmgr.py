@@ -1,6 +1,7 @@
 """Lock files: exclusive, sorted, all-or-nothing, retried once a second."""
 
 import os
+import re
 
 import pytest
 
@@ -57,7 +58,10 @@ def test_second_locker_times_out_after_retrying_each_second(fs):
     clock = FakeClock()
     with pytest.raises(errors.LockFail) as e:
         manager(fs, timeout=3, clock=clock).lock(['7'])
-    assert str(e.value) == "R681AEX: Couldn't create lock 7/lock: timeout"
+    assert re.fullmatch(
+        r"R681AEX: Couldn't create lock 7/lock: timeout; held by host "
+        r"\S+, pid %d, for \d+ s; if that obnam is no longer running, "
+        r"remove the lock with obnam force-lock" % os.getpid(), str(e.value))
     assert clock.sleeps == [1, 1, 1]
 
 

@@ -106,3 +106,77 @@ def _snapshot(root):
         for name in dirnames:
             result[os.path.join(dirpath, name)] = None
     return result
+
+
+# --- creating only where nothing is -----------------------------------------
+
+def tree_state(root):
+    """Every name below root with its type, bytes and mtime: a refused
+    create must leave the directory exactly as it was."""
+    state = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            data = None
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, 'rb') as f:
+                    data = f.read()
+            state[os.path.relpath(path, root)] = (st.st_mode, st.st_mtime_ns,
+                                                  data)
+    return state, os.stat(root).st_mtime_ns
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize('names', [['passwd'], ['.hidden'], ['lost+found/'],
+                                   ['metadata/'], ['lock']])
+def test_create_refuses_a_non_empty_directory(tmp_path, names):
+    url = str(tmp_path / 'etc')
+    os.mkdir(url)
+    for name in names:
+        if name.endswith('/'):
+            os.mkdir(os.path.join(url, name))
+        else:
+            with open(os.path.join(url, name), 'wb') as f:
+                f.write(b'root:x:0:0\n')
+    before = tree_state(url)
+    with pytest.raises(repo_factory.RefusingNonEmptyDirectory) as e:
+        repo_factory.open_repository(url=url, create=True)
+    assert str(e.value) == (
+        'RE7199X: %s is not an Obnam repository and not empty: refusing to '
+        'create a repository in it; give a new or empty directory' % url)
+    assert tree_state(url) == before
+
+
+@pytest.mark.timeout(30)
+def test_create_in_an_empty_directory_says_it_created(tmp_path):
+    url = str(tmp_path / 'empty')
+    os.mkdir(url)
+    repo = repo_factory.open_repository(url=url, create=True)
+    assert repo.created is True
+    assert os.listdir(url) == ['metadata']
+    repo.close()
+    again = repo_factory.open_repository(url=url, create=True)
+    assert again.created is False
+    again.close()
+
+
+@pytest.mark.timeout(30)
+def test_new_directory_is_created(tmp_path):
+    repo = repo_factory.open_repository(url=str(tmp_path / 'new'),
+                                        create=True)
+    assert repo.created is True
+    repo.close()
+
+
+@pytest.mark.timeout(30)
+def test_non_empty_directory_without_create_is_still_not_a_repository(
+        tmp_path):
+    (tmp_path / 'file').write_bytes(b'x')
+    with pytest.raises(errors.NotARepository):
+        repo_factory.open_repository(url=str(tmp_path))
+
+
+def test_refusal_code_is_new_and_pinned():
+    assert repo_factory.RefusingNonEmptyDirectory.code == errors.legacy_code(
+        'RefusingNonEmptyDirectory', 'obnamlib.repo_factory')

@@ -41,6 +41,11 @@ def repo_arg(tmp_path):
     return '--repository=%s' % (tmp_path / 'repo')
 
 
+def created(repo):
+    """What the first backup into a new repository says on stderr."""
+    return 'Created a new repository at %s\n' % repo
+
+
 def latest(tmp_path):
     repo, _ = open_repository(tmp_path / 'repo')
     return repo, repo.get_generation_ids('testclient')[-1]
@@ -81,6 +86,9 @@ def test_no_change_backup_logs_zero_files_backed_up(tmp_path, live):
 
 def test_quiet_suppresses_summary_and_output_redirects_it(tmp_path, live):
     result = obnam(tmp_path, repo_arg(tmp_path), '--quiet', 'backup', live)
+    assert (result.returncode, result.stdout, result.stderr.decode()) == (
+        0, b'', created(tmp_path / 'repo'))
+    result = obnam(tmp_path, repo_arg(tmp_path), '--quiet', 'backup', live)
     assert (result.returncode, result.stdout, result.stderr) == (0, b'', b'')
     out = tmp_path / 'out'
     result = obnam(tmp_path, repo_arg(tmp_path), '--output', out,
@@ -117,7 +125,7 @@ def test_missing_repository_setting_is_R01F56X(tmp_path, live):
 def test_nonexistent_root_is_R79ED6X(tmp_path):
     result = obnam(tmp_path, repo_arg(tmp_path), 'backup', tmp_path / 'nope')
     assert result.returncode == 1
-    assert result.stderr.decode() == (
+    assert result.stderr.decode() == created(tmp_path / 'repo') + (
         'ERROR: R79ED6X: Backup root does not exist or is not a directory: '
         '%s\n' % (tmp_path / 'nope'))
 
@@ -126,7 +134,7 @@ def test_file_errors_go_to_stderr_and_exit_1_but_commit(tmp_path, live):
     result = obnam(tmp_path, repo_arg(tmp_path), '--quiet',
                    '--testing-fail-matching=/a$', 'backup', live)
     assert result.returncode == 1
-    assert result.stderr.decode() == (
+    assert result.stderr.decode() == created(tmp_path / 'repo') + (
         "ERROR: Can't back up %s/a: RCE08AX: I/O error: %s/a: 2: "
         "No such file or directory\n"
         "ERROR: R4C3BCX: There were errors during the backup\n"
@@ -220,8 +228,11 @@ def test_locked_client_fails_with_R681AEX_and_force_lock_frees_it(
     repo.lock_client('testclient')      # another process holds it
     result = obnam(tmp_path, repo_arg(tmp_path), 'backup', live)
     assert result.returncode == 1
-    assert re.match(rb'ERROR: R681AEX: Couldn\'t create lock .*/lock: '
-                    rb'timeout\n', result.stderr), result.stderr
+    assert re.fullmatch(rb'ERROR: R681AEX: Couldn\'t create lock .*/lock: '
+                        rb'timeout; held by host \S+, pid %d, for \d+ s; if '
+                        rb'that obnam is no longer running, remove the lock '
+                        rb'with obnam force-lock\n' % os.getpid(),
+                        result.stderr), result.stderr
     repo.force_locks()
     assert obnam(tmp_path, repo_arg(tmp_path), 'backup', live).returncode == 0
 
@@ -324,9 +335,10 @@ def test_bad_exclude_pattern_is_reported_ignored_and_exit_1(tmp_path, live):
                    r'--exclude=/a$', 'backup', live)
     assert result.returncode == 1
     lines = result.stderr.decode().splitlines()
-    assert len(lines) == 2
+    assert len(lines) == 3
     assert lines[0].startswith('ERROR: ') and "'('" in lines[0]
-    assert lines[1] == 'ERROR: R4C3BCX: There were errors during the backup'
+    assert lines[1] + '\n' == created(tmp_path / 'repo')
+    assert lines[2] == 'ERROR: R4C3BCX: There were errors during the backup'
     repo, gen = latest(tmp_path)
     assert repo.get_file_children(gen, os.fsencode(live)) == [b'dir']
 
@@ -361,6 +373,7 @@ def test_unreadable_file_and_directory_as_an_ordinary_user():
                                 capture_output=True)
         assert result.returncode == 1
         assert sorted(result.stderr.decode().splitlines()) == [
+            created(top + '/repo').rstrip('\n'),
             "ERROR: Can't back up %s/unreadable-dir: RD5FA4X: System error: "
             "%s/unreadable-dir: 13: Permission denied" % (live, live),
             "ERROR: Can't back up %s/unreadable-file: RCE08AX: I/O error: "
@@ -374,3 +387,42 @@ def test_unreadable_file_and_directory_as_an_ordinary_user():
     finally:
         os.chmod(os.path.join(top, 'live', 'unreadable-dir'), 0o755)
         shutil.rmtree(top)
+
+
+@pytest.mark.timeout(60)
+def test_backup_refuses_a_non_empty_directory_that_is_not_a_repository(
+        tmp_path, live):
+    from tests.obnamlib.test_repo_factory import tree_state
+    target = tmp_path / 'etc'
+    target.mkdir()
+    (target / 'passwd').write_bytes(b'root:x:0:0\n')
+    before = tree_state(target)
+    result = obnam(tmp_path, '--repository=%s' % target, 'backup', live)
+    assert (result.returncode, result.stdout) == (1, b'')
+    assert result.stderr.decode() == (
+        'ERROR: RE7199X: %s is not an Obnam repository and not empty: '
+        'refusing to create a repository in it; give a new or empty '
+        'directory\n' % target)
+    assert tree_state(target) == before
+    result = obnam(tmp_path, '--repository=%s' % target, 'generations')
+    assert result.stderr.decode() == (
+        'ERROR: RA920EX: %s does not seem to be an Obnam repository\n'
+        % target)
+
+
+@pytest.mark.timeout(60)
+def test_backup_into_an_empty_directory_says_so_once(tmp_path, live):
+    target = tmp_path / 'mnt'
+    target.mkdir()
+    result = obnam(tmp_path, '--repository=%s' % target, 'backup', live)
+    assert (result.returncode, result.stderr.decode()) == (0, created(target))
+    result = obnam(tmp_path, '--repository=%s' % target, 'backup', live)
+    assert (result.returncode, result.stderr) == (0, b'')
+
+
+@pytest.mark.timeout(60)
+def test_created_notice_names_the_absolute_path(tmp_path, live):
+    result = obnam(tmp_path, '--repository=repo', 'backup', live,
+                   cwd=tmp_path)
+    assert (result.returncode, result.stderr.decode()) == (
+        0, created(tmp_path / 'repo'))
