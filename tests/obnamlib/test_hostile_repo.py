@@ -180,3 +180,17 @@ def test_a_directory_listing_itself_or_the_root_ends_every_walk(world,
         assert 'the tree loops' in err, (args, err)
     restored = str(tmp_path / 'target') + str(live)
     assert open(os.path.join(restored, 'd', 'b'), 'rb').read() == b'file b\n'
+
+
+@pytest.mark.timeout(120)
+def test_a_path_asked_for_through_a_stored_dot_dot(world):
+    """The name '..' is stored, so /.../d/.. exists in the generation;
+    asking for it is refused before anything is restored."""
+    tmp_path, live, repo_path = world
+    hostile_repo.rename(repo_path, CLIENT, live_path(live, 'd', 'a'), b'..')
+    code, err, target = restore(tmp_path, repo_path,
+                                str(live / 'd') + '/..')
+    assert code == 1
+    assert err.startswith('ERROR: R452C9X: '), err
+    assert len(err.splitlines()) == 1
+    assert not os.path.exists(str(target) + str(live) + '/d')
