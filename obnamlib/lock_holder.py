@@ -10,13 +10,15 @@ nobody else reads:
     time=2026-12-06T21:55:10Z
     boot_id=UUID            /proc/sys/kernel/random/boot_id
     start=TICKS             /proc/PID/stat field 22: when PID started
+    pidns=pid:[INODE]       /proc/self/ns/pid: whose pids these are
     token=HEX               one per LockManager: tells our own locks apart
 
 A holder on this host is gone when the host has booted since, when no
 process has its pid (or only a zombie), or when the process with its pid
 started at another time (the pid was reused).  Whatever we cannot judge
-(an empty 1.x lock, another host, an unreadable file) counts as held:
-only a person can tell, with force-lock.
+(an empty 1.x lock, another host, a container of the same name with pids
+of its own, an unreadable file) counts as held: only a person can tell,
+with force-lock.
 """
 
 import calendar
@@ -29,7 +31,8 @@ MAGIC = 'obnam-lock'
 TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
 
 Holder = collections.namedtuple(
-    'Holder', 'host pid time boot_id start token')
+    'Holder', 'host pid time boot_id start token pidns')
+Holder.__new__.__defaults__ = ('',)
 
 
 class ThisHost:
@@ -42,6 +45,12 @@ class ThisHost:
         try:
             with open('/proc/sys/kernel/random/boot_id') as f:
                 return f.read().strip()
+        except OSError:
+            return ''
+
+    def pid_namespace(self):
+        try:
+            return os.readlink('/proc/self/ns/pid')
         except OSError:
             return ''
 
@@ -84,6 +93,7 @@ def content(token, this_host=THIS_HOST, now=None):
              'time=%s' % time.strftime(TIME_FORMAT, time.gmtime(now)),
              'boot_id=%s' % this_host.boot_id(),
              'start=%s' % (this_host.process_start(pid) or ''),
+             'pidns=%s' % this_host.pid_namespace(),
              'token=%s' % token]
     return ('\n'.join(lines) + '\n').encode('utf-8', 'surrogateescape')
 
@@ -103,12 +113,15 @@ def parse(data):
         return None
     return Holder(fields['host'], pid, fields.get('time', ''),
                   fields.get('boot_id', ''), fields.get('start', ''),
-                  fields.get('token', ''))
+                  fields.get('token', ''), fields.get('pidns', ''))
 
 
 def why_gone(holder, this_host=THIS_HOST):
     """Why the holder can no longer hold the lock, or None if it may."""
     if holder.host != this_host.host():
+        return None
+    pidns = this_host.pid_namespace()
+    if holder.pidns and pidns and holder.pidns != pidns:
         return None
     boot_id = this_host.boot_id()
     if holder.boot_id and boot_id and holder.boot_id != boot_id:

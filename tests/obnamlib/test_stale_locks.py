@@ -378,8 +378,21 @@ def test_content_names_this_process_and_parses_back():
     assert holder == lock_holder.Holder(
         socket.gethostname(), os.getpid(), '1970-01-01T00:00:00Z',
         lock_holder.THIS_HOST.boot_id(),
-        lock_holder.THIS_HOST.process_start(os.getpid()), 'abc')
+        lock_holder.THIS_HOST.process_start(os.getpid()), 'abc',
+        lock_holder.THIS_HOST.pid_namespace())
     assert lock_holder.why_gone(holder) is None
+
+
+@pytest.mark.timeout(30)
+def test_lock_from_a_container_with_pids_of_its_own_is_not_broken(
+        tmp_path):
+    """Same host name, same boot, other pid namespace: its pids mean
+    nothing here."""
+    text = lock_text().replace(b'token=', b'pidns=pid:[1]\ntoken=')
+    (tmp_path / 'lock').write_bytes(text)
+    with pytest.raises(errors.LockFail):
+        manager(tmp_path).lock(['.'])
+    assert (tmp_path / 'lock').read_bytes() == text
 
 
 @pytest.mark.parametrize('seconds, text', [
