@@ -11,7 +11,7 @@ attr acl openssh-server xz-utils"
 
 # What building the Debian package needs (debian/control's
 # Build-Depends); ./check builds and installs it in its Debian root.
-PACKAGING_PACKAGES="debhelper dh-python"
+PACKAGING_PACKAGES="build-essential debhelper dh-python"
 
 # What this machine needs to make the other places: a Debian root
 # (debootstrap) and a venv with pyfuse3 built from PyPI's source (from
