@@ -97,12 +97,14 @@ class ObnamApp(application.Application):
     # --- what plugins use ---------------------------------------------------
 
     def open_repository(self, lock='none', create=False, client_name=None,
-                        **overrides):
+                        on_stale_lock=None, **overrides):
         """Context manager: the repository, with locks of level `lock`
-        ('none', 'client' or 'everything'), released at the end."""
+        ('none', 'client' or 'everything'), released at the end.  A stale
+        lock broken on the way is told through the user interface (so it
+        does not run into the progress line)."""
         return repo_opening.opened_repository(
             self.settings, lock=lock, create=create, client_name=client_name,
-            **overrides)
+            on_stale_lock=on_stale_lock or self.ui.error, **overrides)
 
     # --- core subcommands -------------------------------------------------
 

@@ -84,8 +84,7 @@ class BackupPlugin(obnamlib.plugin.ObnamPlugin):
         opened = False
         try:
             with self.app.open_repository(
-                    lock='none', create=not options.pretend,
-                    on_stale_lock=self.app.ui.error) as repo:
+                    lock='none', create=not options.pretend) as repo:
                 opened = True
                 if getattr(repo, 'created', False):
                     self.app.ui.error(created_notice(options.repository_url))
