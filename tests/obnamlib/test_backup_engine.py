@@ -944,8 +944,11 @@ def test_remote_small_changed_files_are_prefetched_in_batches(tmp_path):
     asked = [path for batch in fs.prefetched for path in batch]
     small = sorted(os.fsencode(live / ('s%03d' % i)) for i in range(100))
     assert sorted(asked) == small       # not big, not empty
-    assert max(len(batch) for batch in fs.prefetched) == \
-        backup_engine.FILE_BATCH
+    # A batch is FILE_BATCH files in directory order; 'big' and 'empty'
+    # are not prefetched, and where they fall depends on the file system.
+    sizes = [len(batch) for batch in fs.prefetched]
+    assert max(sizes) <= backup_engine.FILE_BATCH
+    assert max(sizes) >= backup_engine.FILE_BATCH - 2, sizes
     repo, gens = generations(tmp_path / 'repo')
     assert_generation_is(repo, gens[-1], live, live_manifest(live))
     # Unchanged files are neither prefetched nor read.
