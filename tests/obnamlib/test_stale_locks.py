@@ -14,6 +14,7 @@ import pytest
 from obnamlib import errors, lock_holder, lockmgr
 from obnamlib.lockmgr import LockManager
 from obnamlib.vfs_local import LocalFS
+from tests.obnamlib.test_lockmgr import FakeClock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -47,19 +48,6 @@ else:
     print('got', flush=True)
     sys.stdin.read()
 ''' % {'root': ROOT}
-
-
-class FakeClock:
-    def __init__(self):
-        self.now = 0.0
-        self.sleeps = []
-
-    def sleep(self, seconds):
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-    def __call__(self):
-        return self.now
 
 
 def manager(root, timeout=0, clock=None, **kwargs):
