@@ -26,6 +26,19 @@ class SetMetadataError(obnamlib.errors.ObnamError):
 _BILLION = 1000000000
 _SETID_BITS = stat.S_ISUID | stat.S_ISGID
 
+# A uid or gid is 32 bits, and (uid_t)-1 means "leave it" to chown(2).
+_LAST_OWNER_ID = 2 ** 32 - 2
+
+
+def _owner_id(md, what, value):
+    """A stored uid or gid that chown(2) can take; one beyond what any
+    system has is damage, reported for the file being restored."""
+    if 0 <= value <= _LAST_OWNER_ID:
+        return value
+    raise obnamlib.errors.RepositoryCorrupt(
+        what='metadata with %s %d' % (what, value),
+        reason='not a %s any system has' % what)
+
 
 class MetadataReader:
     """Reads Metadata from a VFS; user and group names are looked up once."""
@@ -149,8 +162,8 @@ class MetadataApplier:
     def _owner_ids(self, md):
         """(uid, gid) to set, -1 for "leave": all as root, else the group
         (whose failure is ignored); None for nothing."""
-        uid = -1 if md.st_uid is None else md.st_uid
-        gid = -1 if md.st_gid is None else md.st_gid
+        uid = -1 if md.st_uid is None else _owner_id(md, 'uid', md.st_uid)
+        gid = -1 if md.st_gid is None else _owner_id(md, 'gid', md.st_gid)
         if self.euid == 0:
             return uid, gid
         return (-1, gid) if gid != -1 else None

@@ -133,6 +133,21 @@ def test_root_sets_numeric_owner_ignoring_names(fs, tmp_path):
     assert (st.st_uid, st.st_gid) == (4242, 4343)
 
 
+@pytest.mark.parametrize('euid', [0, 4242])
+@pytest.mark.parametrize('ids', [{'st_uid': 2 ** 64 - 3}, {'st_gid': 2 ** 32},
+                                 {'st_uid': 2 ** 32 - 1}])
+def test_an_owner_id_no_system_has_is_damage_not_a_crash(fs, tmp_path, euid,
+                                                         ids):
+    """A damaged repository's uid or gid that chown(2) cannot take is the
+    file's error (RepositoryCorrupt), not an OverflowError for the run."""
+    path = tmp_path / 'f'
+    path.write_bytes(b'')
+    md = md_for(**dict({'st_uid': 0, 'st_gid': 0}, **ids))
+    with pytest.raises(obnamlib.errors.RepositoryCorrupt) as e:
+        lm.MetadataApplier(fs, euid=euid).apply(p(path), md)
+    assert 'not a ' in str(e.value) and '\n' not in str(e.value)
+
+
 def test_non_root_sets_group_only_and_ignores_failure(fs, tmp_path):
     path = tmp_path / 'f'
     path.write_bytes(b'')
