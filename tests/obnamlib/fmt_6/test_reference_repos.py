@@ -11,6 +11,7 @@ import base64
 import calendar
 import hashlib
 import os
+import subprocess
 import time
 
 import pytest
@@ -223,5 +224,11 @@ def test_unencrypted_read_of_encrypted_repository_without_key_fails(
     repo = repo_factory.open_repository(
         url=os.path.join(encrypted_originals[rr.ENCRYPTED], 'repo'),
         gnupghome=str(home))
-    with pytest.raises(errors.ObnamError):
-        repo.get_client_names()
+    try:
+        with pytest.raises(errors.ObnamError):
+            repo.get_client_names()
+    finally:
+        repo.close()
+        # gpg started an agent for the empty home: leave none behind.
+        subprocess.run(['gpgconf', '--homedir', str(home), '--kill',
+                        'gpg-agent'], capture_output=True)
