@@ -33,8 +33,10 @@ class LogFile(logging.handlers.RotatingFileHandler):
 
     def __init__(self, filename, mode, max_bytes, keep):
         self.permissions = mode
+        # Names of files (and of clients in a damaged repository) may be
+        # any bytes: they go into the log as they are, as on stdout.
         super().__init__(filename, maxBytes=max_bytes, backupCount=keep,
-                         delay=False)
+                         delay=False, errors='surrogateescape')
 
     def _open(self):
         if not os.path.exists(self.baseFilename):
@@ -59,10 +61,20 @@ def log_handler(settings, progname):
     return logging.NullHandler(), logging.FATAL
 
 
+class _SyslogFormatter(logging.Formatter):
+    """Syslog takes UTF-8 text: bytes of a name that are not UTF-8 are
+    shown as \\xNN escapes instead of failing the record."""
+
+    def format(self, record):
+        text = super().format(record)
+        return text.encode('utf-8', 'surrogateescape').decode(
+            'utf-8', 'backslashreplace')
+
+
 def syslog_handler(progname):
     handler = logging.handlers.SysLogHandler(address=SYSLOG_ADDRESS)
     prefix = progname.replace('%', '%%')
-    handler.setFormatter(logging.Formatter(
+    handler.setFormatter(_SyslogFormatter(
         prefix + ': %(levelname)s %(message)s'))
     return handler
 

@@ -27,6 +27,7 @@ FLAG_BITS = {
 _FIXED = struct.Struct('!QQqQqQQQQQQQQQQQQQ')
 FIXED_SIZE = _FIXED.size   # 144
 _SIGNED = ('st_mtime_sec', 'st_atime_sec')
+_LAST_MODE = 2 ** 32 - 1
 
 
 def encode_metadata(metadata):
@@ -72,6 +73,11 @@ def decode_metadata(data, what='file metadata'):
     for name, value in zip(INT_FIELDS, ints):
         if flags & (1 << FLAG_BITS[name]):
             fields[name] = value
+    if fields.get('st_mode', 0) > _LAST_MODE:
+        # mode_t is 32 bits; every stat.S_IS* test would fail on it.
+        raise errors.RepositoryCorrupt(
+            what=what, reason='metadata mode %d is out of range'
+            % fields['st_mode'])
     pos = FIXED_SIZE
     for name, length in zip(STR_FIELDS, lengths):
         if flags & (1 << FLAG_BITS[name]):

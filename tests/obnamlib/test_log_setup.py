@@ -49,6 +49,21 @@ def test_log_file_mode_and_line_format(tmp_path, logger, umask_022):
                         path.read_text())
 
 
+def test_names_that_are_not_utf8_go_into_the_log_file_as_they_are(
+        tmp_path, logger, capsys):
+    """A file or client name may be any bytes (os.fsdecode gives lone
+    surrogates for the rest): the log gets the bytes, not a 'Logging
+    error' on stderr."""
+    path = tmp_path / 'obnam.log'
+    log_setup.setup_logging(settings_with(log=str(path)), 'obnam',
+                            logger=logger)
+    logger.error('fsck: client %s', os.fsdecode(b'clien\xf4'))
+    for handler in logger.handlers:
+        handler.flush()
+    assert path.read_bytes().endswith(b' ERROR fsck: client clien\xf4\n')
+    assert capsys.readouterr().err == ''
+
+
 def test_existing_log_file_keeps_its_mode(tmp_path, logger):
     path = tmp_path / 'obnam.log'
     path.write_text('old\n')
@@ -117,6 +132,9 @@ def test_syslog(tmp_path, logger, monkeypatch):
         logger.info('dropped')
         logger.warning('to syslog')
         assert receiver.recv(1000) == b'<12>obnam: WARNING to syslog\x00'
+        logger.warning('name %s', os.fsdecode(b'clien\xf4'))
+        assert receiver.recv(1000) == \
+            b'<12>obnam: WARNING name clien\\xf4\x00'
     finally:
         receiver.close()
 

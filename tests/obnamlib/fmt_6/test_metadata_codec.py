@@ -86,6 +86,18 @@ def test_truncated_value_is_corruption():
         codec.decode_metadata(data[:-1])
 
 
+def test_a_mode_beyond_32_bits_is_corruption_not_an_overflow():
+    """A damaged mode would make every stat.S_IS* test raise OverflowError
+    (ls, restore, verify); it is the repository's damage instead."""
+    data = bytearray(codec.encode_metadata(full()))
+    data[8:16] = struct.pack('!Q', 2 ** 40 | stat.S_IFREG)   # st_mode
+    with pytest.raises(errors.RepositoryCorrupt) as e:
+        codec.decode_metadata(bytes(data), what='file /x')
+    assert 'mode %d is out of range' % (2 ** 40 | stat.S_IFREG) in str(e.value)
+    data[8:16] = struct.pack('!Q', 2 ** 32 - 1)              # still 32 bits
+    assert codec.decode_metadata(bytes(data)).st_mode == 2 ** 32 - 1
+
+
 def test_xattr_blob_example_from_spec():
     blob = codec.encode_xattrs([(b'user.foo', b'some value')])
     assert blob == (struct.pack('!Q', 9) + b'user.foo\0' +
