@@ -52,23 +52,13 @@ class GpgHome:
                 ' '.join(args), result.stderr.decode(errors='replace')))
         return result
 
-    def generate_key(self, name):
-        """A passphrase-less ed25519 key with a cv25519 encryption subkey;
-        returns its fingerprint."""
+    def generate_key(self, name, algorithm='future-default'):
+        """A passphrase-less key; returns its fingerprint.  By default
+        ed25519 with a cv25519 encryption subkey; 'default' is this gpg's
+        own choice (rsa3072 with gpg 2.2, ed25519 + cv25519 with 2.4)."""
         uid = '%s <%s@example.com>' % (name, name.lower())
         self.gpg('--passphrase', '', '--pinentry-mode', 'loopback',
-                 '--quick-gen-key', uid, 'future-default', 'default', 'never')
-        fpr = self.fingerprint(uid)
-        self.keys[name] = fpr
-        return fpr
-
-    def generate_default_key(self, name):
-        """A passphrase-less key with this gpg's own default algorithms
-        (`default default never`: rsa3072 with gpg 2.2, ed25519 + cv25519
-        with gpg 2.4); returns its fingerprint."""
-        uid = '%s <%s@example.com>' % (name, name.lower())
-        self.gpg('--passphrase', '', '--pinentry-mode', 'loopback',
-                 '--quick-gen-key', uid, 'default', 'default', 'never')
+                 '--quick-gen-key', uid, algorithm, 'default', 'never')
         fpr = self.fingerprint(uid)
         self.keys[name] = fpr
         return fpr

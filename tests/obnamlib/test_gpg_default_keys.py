@@ -21,7 +21,7 @@ from tests.obnamlib.restore_helpers import restore_latest
 @pytest.fixture(scope='module')
 def default_home():
     home = GpgHome('gd')
-    home.generate_default_key('Dora')
+    home.generate_key('Dora', 'default')
     yield home
     home.cleanup()
 
@@ -35,7 +35,7 @@ def ocb_home():
             map(str, home.version())))
     with open(os.path.join(home.path, 'gpg.conf'), 'w') as f:
         f.write('force-ocb\n')
-    home.generate_default_key('Olga')
+    home.generate_key('Olga', 'default')
     yield home
     home.cleanup()
 
