@@ -87,3 +87,12 @@ def test_a_file_may_continue_the_previous_files_scenario(tmp_path):
 def test_missing_file_is_a_one_line_error(tmp_path):
     with pytest.raises(YarnError, match='cannot read .*nope.yarn'):
         parse_files([str(tmp_path / 'nope.yarn')])
+
+
+def test_file_not_in_utf8_is_a_one_line_error_naming_the_line(tmp_path):
+    latin1 = tmp_path / 'latin1.yarn'
+    latin1.write_bytes(b'Prose.\n\n    SCENARIO caf\xe9\n')
+    with pytest.raises(YarnError,
+                       match=r'scenario file .*latin1.yarn is not UTF-8 '
+                             r'\(line 3\)$'):
+        parse_files([str(latin1)])

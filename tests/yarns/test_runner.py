@@ -198,6 +198,19 @@ def test_shell_library_is_sourced_and_steps_run_sh_xeu(tmp_path):
     assert 'NO_SUCH_VARIABLE' in r.stderr
 
 
+def test_unreadable_shell_library_is_a_one_line_error(tmp_path):
+    (tmp_path / 'latin1.sh').write_bytes(b'# caf\xe9\n')
+    text = code('SCENARIO s', 'THEN mark a', *MARK)
+    r = yarn(tmp_path, text, '-s', 'latin1.sh')
+    assert (r.returncode, r.stderr) == (
+        1, 'ERROR: shell library latin1.sh is not UTF-8 (line 1)\n')
+    r = yarn(tmp_path, text, '-s', 'missing.sh')
+    assert (r.returncode, r.stderr) == (
+        1, 'ERROR: cannot read shell library missing.sh: '
+           'No such file or directory\n')
+    assert marks(tmp_path) == []
+
+
 def test_errexit_stops_a_step_at_its_first_failing_command(tmp_path):
     r = yarn(tmp_path, code('SCENARIO s', 'THEN stops early',
                             'IMPLEMENTS THEN stops early', 'false',

@@ -103,12 +103,7 @@ def _shell_prelude(filenames, report):
     pieces = []
     for filename in filenames:
         report.info(0, f'Loading shell library {filename}')
-        try:
-            with open(filename, encoding='utf-8') as f:
-                text = f.read()
-        except OSError as e:
-            raise YarnError(f'cannot read shell library {filename}: '
-                            f'{e.strerror}') from e
+        text = parser.read_text(filename, 'shell library')
         pieces.append(f'# shell library {filename}\n\n{text}\n\n')
     return ''.join(pieces)
 

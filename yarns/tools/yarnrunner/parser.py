@@ -19,16 +19,24 @@ def parse_files(filenames):
     """Return (scenarios, implementations) defined by the files."""
     blocks = []
     for filename in filenames:
-        blocks.extend(code_blocks(_read(filename)))
+        blocks.extend(code_blocks(read_text(filename, 'scenario file')))
     return parse_blocks(blocks)
 
 
-def _read(filename):
+def read_text(filename, what):
+    """The text of a UTF-8 file the runner needs (`what` names its role):
+    one line of error for a file that is missing or not UTF-8."""
     try:
-        with open(filename, encoding='utf-8') as f:
-            return f.read()
+        with open(filename, 'rb') as f:
+            data = f.read()
     except OSError as e:
-        raise YarnError(f'cannot read {filename}: {e.strerror}') from e
+        raise YarnError(f'cannot read {what} {filename}: {e.strerror}') from e
+    try:
+        return data.decode('utf-8')
+    except UnicodeDecodeError as e:
+        line = data.count(b'\n', 0, e.start) + 1
+        raise YarnError(f'{what} {filename} is not UTF-8 (line {line})') \
+            from e
 
 
 def parse_blocks(blocks):
