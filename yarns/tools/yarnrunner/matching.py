@@ -58,8 +58,7 @@ def _compile(implementation):
 
 
 def _connect_step(scenario, step, compiled, allow_missing):
-    fitting = [i for i, regexp in compiled
-               if i.keyword == step.keyword and _fits(regexp, step.text)]
+    fitting = _fitting(step, compiled)
     if not fitting:
         if allow_missing:
             return False
@@ -68,19 +67,30 @@ def _connect_step(scenario, step, compiled, allow_missing):
     if len(fitting) > 1:
         raise YarnError(f'scenario {scenario.name!r}: step "{step}" matches '
                         f'{len(fitting)} implementations: '
-                        + '; '.join(str(i) for i in fitting))
-    step.implementation = fitting[0]
+                        + '; '.join(str(i) for i, _ in fitting))
+    step.implementation, match = fitting[0]
+    step.match_groups = match.groups('')
     return True
 
 
-def _fits(regexp, text):
+def _fitting(step, compiled):
+    """(implementation, match) for each implementation that fits step."""
+    fitting = []
+    for implementation, regexp in compiled:
+        if implementation.keyword == step.keyword:
+            match = _fitting_match(regexp, step.text)
+            if match:
+                fitting.append((implementation, match))
+    return fitting
+
+
+def _fitting_match(regexp, text):
+    """The match if the regexp fits the whole text, else None."""
     match = regexp.match(text)
-    return match is not None and match.end() == len(text)
+    return match if match is not None and match.end() == len(text) else None
 
 
 def match_variables(step):
     """Return {'MATCH_1': ..., ...} for a connected step."""
-    regexp = re.compile(step.implementation.regexp, re.IGNORECASE)
-    match = regexp.match(step.text)
     return {f'MATCH_{n}': group
-            for n, group in enumerate(match.groups(''), start=1)}
+            for n, group in enumerate(step.match_groups, start=1)}

@@ -15,6 +15,7 @@ class Step:
     keyword: str
     text: str
     implementation: 'Implementation' = None
+    match_groups: tuple = ()    # the implementation regexp's groups
 
     def __str__(self):
         return f'{self.keyword} {self.text}'
