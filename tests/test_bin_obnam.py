@@ -97,19 +97,32 @@ def test_installed_script_finds_the_private_directory(tmp_path):
         b'')
 
 
-def old_python():
-    """A Python older than 3.10 on this machine (pyenv's), or None."""
+def pyenv_python(version):
+    """A pyenv Python `version` (e.g. '2.7') on this machine, or None."""
     root = os.environ.get('PYENV_ROOT', os.path.expanduser('~/.pyenv'))
-    for path in sorted(glob.glob(os.path.join(root, 'versions', '3.9*',
-                                              'bin', 'python3'))):
-        return path
-    return None
+    found = glob.glob(os.path.join(root, 'versions', version + '.*', 'bin',
+                                   'python'))
+    return max(found) if found else None
 
 
-def test_too_old_python_is_named_in_one_line(tmp_path):
-    python = old_python()
+@pytest.mark.parametrize('version', ['2.7', '3.9'])
+def test_too_old_python_is_named_in_one_line(tmp_path, version):
+    python = pyenv_python(version)
     if python is None:
-        pytest.skip('no Python 3.9 from pyenv here')
-    code, out, err = run([python, OBNAM, '--version'], tmp_path)
-    assert (code, out) == (1, b'')
-    assert err.startswith(b'obnam: needs Python 3.10 or later, not 3.9\n')
+        pytest.skip('no Python %s from pyenv here' % version)
+    assert run([python, OBNAM, '--version'], tmp_path) == (
+        1, b'', b'obnam: needs Python 3.10 or later, not %s\n'
+        % version.encode())
+
+
+def test_missing_obnamlib_is_named_in_one_line(tmp_path):
+    """The script copied on its own, away from any obnamlib."""
+    lone = tmp_path / 'lone' / 'bin' / 'obnam'
+    lone.parent.mkdir(parents=True)
+    shutil.copy(OBNAM, lone)
+    prefix = str(tmp_path / 'lone')
+    assert run([sys.executable, str(lone), '--version'], tmp_path) == (
+        1, b'',
+        b'obnam: cannot find the obnamlib package: not in %s or '
+        b'%s/share/obnam, nor on the module path\n'
+        % (prefix.encode(), prefix.encode()))
