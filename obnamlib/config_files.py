@@ -144,18 +144,43 @@ def read_ini(settings, path, f):
 
 def read_yaml(settings, path, f):
     """A YAML file's `config` mapping sets settings; other top-level keys
-    are kept for --dump-config."""
+    are kept for --dump-config.  Every top-level value must be a mapping
+    (or empty); a file YAML cannot parse is a one-line error."""
     import yaml
-    obj = yaml.safe_load(f)
+    try:
+        obj = yaml.safe_load(f)
+    except yaml.YAMLError as e:
+        raise ConfigFileSyntaxError(filename=path, reason=yaml_problem(e))
     if not isinstance(obj, dict):
         raise MalformedYamlConfig(
             filename=path, problem='does not specify a key/value mapping')
     if CONFIG_SECTION not in obj:
         raise MalformedYamlConfig(
             filename=path, problem='does not have a "config" key')
-    for name, value in (obj[CONFIG_SECTION] or {}).items():
+    sections = {section: yaml_section(path, section, data)
+                for section, data in obj.items()}
+    for name, value in sections.pop(CONFIG_SECTION).items():
         settings.set_from_yaml(path, name, value)
-    for section, data in obj.items():
-        if section != CONFIG_SECTION:
-            settings.add_other_section(section, {key: data[key]
-                                                 for key in data})
+    for section, data in sections.items():
+        settings.add_other_section(section, data)
+
+
+def yaml_section(path, section, data):
+    """The mapping under a top-level key; empty for an empty value."""
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise MalformedYamlConfig(
+            filename=path,
+            problem='has "%s" that is not a key/value mapping' % section)
+    return data
+
+
+def yaml_problem(e):
+    """A YAML error in one line: `line L, column C: problem`."""
+    problem = getattr(e, 'problem', None) or str(e).splitlines()[0]
+    mark = getattr(e, 'problem_mark', None)
+    if mark is None:
+        return problem
+    return 'line %d, column %d: %s' % (mark.line + 1, mark.column + 1,
+                                       problem)

@@ -51,6 +51,9 @@ DELIBERATE = {
         'test_deliberate_yaml_values_checked',
     'XDG configuration directories without python-xdg (cliapp: only '
     'with it)': 'test_deliberate_xdg_directories',
+    'YAML that does not parse, or a top-level value that is not a '
+    'mapping: one-line error (cliapp: traceback)':
+        'test_deliberate_yaml_errors',
 }
 
 
@@ -475,3 +478,18 @@ def test_deliberate_xdg_directories(home, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv('XDG_CONFIG_DIRS', str(xdg))
     ref, ours = both(['--list-config-files'], capsys)
     assert ours[2] == ref[2] + '%s\n' % (xdg / 'obnam' / 'x.conf')
+
+
+@pytest.mark.parametrize('text, message', [
+    ('config:\n  a: [\n', "{}: line 3, column 1: expected the node "
+     "content, but found '<stream end>'"),
+    ('config: [a]\n', 'Configuration file {} has "config" that is not a '
+     'key/value mapping'),
+    ('config: {}\nextra: 5\n', 'Configuration file {} has "extra" that is '
+     'not a key/value mapping'),
+])
+def test_deliberate_yaml_errors(text, message, tmp_path, capsys):
+    conf = write(tmp_path / 'e.yaml', text)
+    cliapp_raises(['--config', conf], capsys)
+    assert outcome(OurApp, ['--config', conf], capsys) == \
+        ('error', message.format(conf))

@@ -117,6 +117,10 @@ def test_default_section_leaks_into_config(tmp_path):
 @pytest.mark.parametrize('text, problem', [
     ('- a\n', 'does not specify a key/value mapping'),
     ('other: {}\n', 'does not have a "config" key'),
+    ('config: [a, b]\n', 'has "config" that is not a key/value mapping'),
+    ('config:\nother: 5\n', 'has "other" that is not a key/value mapping'),
+    ('config:\nother: text\n',
+     'has "other" that is not a key/value mapping'),
 ])
 def test_malformed_yaml(tmp_path, text, problem):
     path = touch(tmp_path / 'y.yaml', text)
@@ -125,3 +129,30 @@ def test_malformed_yaml(tmp_path, text, problem):
     with pytest.raises(cf.MalformedYamlConfig) as e:
         cf.load_config_files(settings.Settings(), files)
     assert str(e.value) == 'Configuration file %s %s' % (path, problem)
+
+
+@pytest.mark.parametrize('text, reason', [
+    ('config:\n  a: [\n',
+     "line 3, column 1: expected the node content, but found '<stream end>'"),
+    ('config:\n  a: b: c\n',
+     'line 2, column 7: mapping values are not allowed here'),
+    ('config:\n  keep: "\udcff"\n',
+     'unacceptable character #xdcff: special characters are not allowed'),
+])
+def test_yaml_that_does_not_parse_is_one_line(tmp_path, text, reason):
+    path = tmp_path / 'y.yaml'
+    path.write_bytes(text.encode('utf-8', 'surrogateescape'))
+    files = cf.ConfigFileList(defaults=[])
+    files.add(str(path))
+    with pytest.raises(cf.ConfigFileSyntaxError) as e:
+        cf.load_config_files(settings.Settings(), files)
+    assert str(e.value) == '%s: %s' % (path, reason)
+
+
+def test_empty_yaml_sections(tmp_path):
+    path = touch(tmp_path / 'y.yaml', 'config:\nextra:\n')
+    reg = settings.Settings()
+    files = cf.ConfigFileList(defaults=[])
+    files.add(path)
+    cf.load_config_files(reg, files)
+    assert reg.other_sections == {'extra': {}}
