@@ -15,6 +15,7 @@ tests give them a `RecordingProgress`.
 import os
 import sys
 import time
+import unicodedata
 
 
 class NullProgress:
@@ -105,7 +106,7 @@ class StatusLine(NullProgress):
             self._draw(text)
 
     def _draw(self, text, end=b''):
-        line = _printable(text)[:max(self._columns() - 1, 0)]
+        line = _fit(_printable(text), self._columns() - 1)
         self._write(b'\r' + _terminal_bytes(line) + self.ERASE_TO_END + end)
         self._on_screen = not end
 
@@ -144,6 +145,24 @@ def _printable(text):
     return ''.join(c for c in text
                    if c == '\t' or not (ord(c) < 32 or 127 <= ord(c) < 160)
                    ).expandtabs()
+
+
+def _fit(text, columns):
+    """The longest start of `text` that takes at most `columns` columns
+    on the terminal: East Asian wide characters take two, combining
+    marks none.  A line that wrapped would leave a copy per redraw."""
+    used = 0
+    for end, c in enumerate(text):
+        used += _columns_of(c)
+        if used > columns:
+            return text[:end]
+    return text
+
+
+def _columns_of(c):
+    if unicodedata.combining(c):
+        return 0
+    return 2 if unicodedata.east_asian_width(c) in ('W', 'F') else 1
 
 
 def _terminal_bytes(line):

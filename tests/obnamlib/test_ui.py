@@ -145,6 +145,38 @@ def test_status_line_is_cut_to_the_terminal_width_less_one():
     assert drawn() == b'\r012345678\x1b[K'
 
 
+def test_status_line_counts_wide_characters_as_two_columns():
+    # Each of these takes two columns: four of them fill eight of nine.
+    line, _, drawn = status_line(columns=10)
+    line.status('\u65e5\u672c\u8a9e\u306e\u30d5\u30a1\u30a4\u30eb')
+    assert drawn() == ('\r\u65e5\u672c\u8a9e\u306e'.encode()
+                       + b'\x1b[K')
+
+
+def test_status_line_counts_combining_marks_as_no_column():
+    line, _, drawn = status_line(columns=4)
+    line.status('e\u0301e\u0301e\u0301e\u0301')
+    assert drawn() == '\re\u0301e\u0301e\u0301\x1b[K'.encode()
+
+
+def test_status_line_on_a_one_column_terminal_draws_no_text():
+    line, _, drawn = status_line(columns=1)
+    line.status('text')
+    assert drawn() == b'\r\x1b[K'
+
+
+def test_status_line_stops_drawing_when_the_terminal_goes_away():
+    import os
+    r, w = os.pipe()
+    line = ui.StatusLine(w, clock=FakeClock(), columns=lambda: 80)
+    os.close(r)                 # the terminal is gone: EPIPE from now on
+    line.status('busy')
+    line.clear()
+    line.finish()
+    with pytest.raises(OSError):
+        os.fstat(w)             # StatusLine closed its descriptor
+
+
 def test_status_line_drops_control_characters():
     line, _, drawn = status_line()
     line.status('a\nb\rc\x1bd\x7fe\x9bf\tg')
