@@ -156,6 +156,10 @@ class ChoiceSetting(Setting):
     def choices(self):
         return self._choices
 
+    def set_from_yaml(self, obj):
+        """YAML reads `6` as a number: a choice is a word."""
+        self.value = obj if isinstance(obj, str) else str(obj)
+
     def check_file_value(self, filename):
         if self.value not in self._choices:
             raise NotAChoice(filename=filename, name=self.name,
@@ -208,7 +212,8 @@ def parse_byte_size(text):
 
 
 class ByteSizeSetting(Setting):
-    """A count of bytes; text is parsed with parse_byte_size."""
+    """A count of bytes; anything but an integer (text, or what YAML
+    made of it: `1.5`, a list) is parsed with parse_byte_size."""
 
     def default_metavar(self):
         return 'SIZE'
@@ -219,8 +224,8 @@ class ByteSizeSetting(Setting):
 
     @value.setter
     def value(self, value):
-        if isinstance(value, str):
-            value = parse_byte_size(value)
+        if not isinstance(value, int):
+            value = parse_byte_size(str(value))
         self._text = str(value)
 
 

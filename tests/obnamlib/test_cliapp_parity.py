@@ -54,6 +54,9 @@ DELIBERATE = {
     'YAML that does not parse, or a top-level value that is not a '
     'mapping: one-line error (cliapp: traceback)':
         'test_deliberate_yaml_errors',
+    'a YAML number for a choice is that word, and for a byte size is '
+    'parsed (cliapp: the number; ValueError later)':
+        'test_deliberate_yaml_numbers',
 }
 
 
@@ -493,3 +496,13 @@ def test_deliberate_yaml_errors(text, message, tmp_path, capsys):
     cliapp_raises(['--config', conf], capsys)
     assert outcome(OurApp, ['--config', conf], capsys) == \
         ('error', message.format(conf))
+
+
+def test_deliberate_yaml_numbers(tmp_path, capsys):
+    conf = write(tmp_path / 'n.yaml', 'config:\n  repository-format: 6\n')
+    ref, ours = both(['--config', conf], capsys)
+    assert (ref[1]['repository-format'], ours[1]['repository-format']) == \
+        (6, '6')
+    conf = write(tmp_path / 's.yaml', 'config:\n  node-size: 1.5\n')
+    assert isinstance(cliapp_raises(['--config', conf], capsys), ValueError)
+    assert outcome(OurApp, ['--config', conf], capsys)[1]['node-size'] == 1

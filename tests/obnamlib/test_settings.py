@@ -99,6 +99,21 @@ def test_yaml_values_keep_their_types_where_1x_did():
     assert (reg['exclude'], reg['size'], reg['count']) == (['a, b'], 4096, 7)
 
 
+def test_yaml_numbers_for_choices_and_sizes():
+    """`repository-format: 6` is the word 6; a size YAML read as a float
+    or anything else is parsed as text, so it cannot fail later."""
+    reg = registry()
+    reg.choice(['format'], ['6', 'ga'], 'help')
+    reg.set_from_yaml('f.yaml', 'format', 6)
+    assert reg['format'] == '6'
+    with pytest.raises(s.NotAChoice) as e:
+        reg.set_from_yaml('f.yaml', 'format', 7)
+    assert str(e.value) == 'f.yaml: format = 7 is not one of 6, ga'
+    for obj, size in ((1.5, 1), ('1.5k', 1500), ([1], 0), (None, 0)):
+        reg.set_from_yaml('f.yaml', 'size', obj)
+        assert reg['size'] == size
+
+
 def test_require():
     reg = registry()
     reg.require('count', 'mode')
