@@ -13,6 +13,8 @@ import logging
 import logging.handlers
 import os
 
+from obnamlib import errors
+
 LEVELS = {
     'debug': logging.DEBUG,
     'info': logging.INFO,
@@ -25,6 +27,12 @@ FILE_FORMAT = '%(asctime)s %(levelname)s %(message)s'
 FILE_TIME_FORMAT = '%Y-%m-%d %H:%M:%S'
 STDERR_FORMAT = '%(levelname)s %(message)s'
 SYSLOG_ADDRESS = '/dev/log'
+MAX_MODE = 0o7777
+
+
+class LogModeNotOctal(errors.ObnamError):
+    code = 'R30FA3X'
+    msg = 'log-mode {mode} is not an octal file mode (0 to 7777)'
 
 
 class LogFile(logging.handlers.RotatingFileHandler):
@@ -80,10 +88,21 @@ def syslog_handler(progname):
 
 
 def file_handler(settings):
-    handler = LogFile(settings['log'], int(settings['log-mode'], 8),
+    handler = LogFile(settings['log'], file_mode(settings['log-mode']),
                       settings['log-max'], settings['log-keep'])
     handler.setFormatter(logging.Formatter(FILE_FORMAT, FILE_TIME_FORMAT))
     return handler
+
+
+def file_mode(text):
+    """The permissions `log-mode` gives, as a number."""
+    try:
+        mode = int(text, 8)
+    except ValueError:
+        mode = -1
+    if not 0 <= mode <= MAX_MODE:
+        raise LogModeNotOctal(mode=text)
+    return mode
 
 
 def setup_logging(settings, progname, logger=None):

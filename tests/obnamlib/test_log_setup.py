@@ -64,6 +64,18 @@ def test_names_that_are_not_utf8_go_into_the_log_file_as_they_are(
     assert capsys.readouterr().err == ''
 
 
+@pytest.mark.parametrize('mode', ['rw', '99', '-1', '17777', ''])
+def test_a_log_mode_that_is_not_octal_is_a_coded_error(mode, tmp_path,
+                                                       logger):
+    path = tmp_path / 'obnam.log'
+    with pytest.raises(log_setup.LogModeNotOctal) as e:
+        log_setup.setup_logging(settings_with(log=str(path), log_mode=mode),
+                                'obnam', logger=logger)
+    assert str(e.value) == \
+        'R30FA3X: log-mode %s is not an octal file mode (0 to 7777)' % mode
+    assert not path.exists()
+
+
 def test_existing_log_file_keeps_its_mode(tmp_path, logger):
     path = tmp_path / 'obnam.log'
     path.write_text('old\n')
