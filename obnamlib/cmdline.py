@@ -294,7 +294,8 @@ class FrameworkOptions:
         raise SystemExit(0)
 
     def _generate_manpage(self, option, opt_str, value, parser):
-        with open(value) as f:
+        # Bytes that are not UTF-8 go back out as they came in.
+        with open(value, encoding='utf-8', errors='surrogateescape') as f:
             template = f.read()
         self.command_line.stdout.write(manpage.fill_template(
             template, parser, self.command_line.cmd_synopsis))

@@ -124,6 +124,18 @@ def test_generate_manpage(home, tmp_path):
     assert '\n.SS "Logging"\n' in out and out.endswith('.SH END\n')
 
 
+def test_manpage_template_bytes_that_are_not_utf8_pass_through(home,
+                                                                tmp_path):
+    template = tmp_path / 'obnam.1.in'
+    template.write_bytes(b'.TH OBNAM 1\n.SH NAME\nobnam \xff\n')
+    p = subprocess.run([sys.executable, OBNAM, '--no-default-configs',
+                        '--generate-manpage', str(template)],
+                       env={'HOME': str(home), 'LC_ALL': 'C.UTF-8'},
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert (p.returncode, p.stdout, p.stderr) == \
+        (0, template.read_bytes(), b'')
+
+
 def test_obnam_profile_writes_a_profile(home, tmp_path):
     profile = tmp_path / 'obnam.prof'
     code, out, _ = run(['--no-default-configs', 'list-formats'], home,
