@@ -120,6 +120,11 @@ class Setting:
 class StringSetting(Setting):
     """Text, taken verbatim."""
 
+    def set_from_yaml(self, obj):
+        """YAML reads `12` as a number and `2015-06-01 10:00:00` as a
+        datetime: a string setting gets their text (None stays None)."""
+        self.value = obj if obj is None or isinstance(obj, str) else str(obj)
+
 
 class IntegerSetting(Setting):
     """A decimal integer.  The text is kept as given and converted when

@@ -57,6 +57,9 @@ DELIBERATE = {
     'a YAML number for a choice is that word, and for a byte size is '
     'parsed (cliapp: the number; ValueError later)':
         'test_deliberate_yaml_numbers',
+    'a YAML number or date for a string setting is its text (cliapp: the '
+    'number or datetime; TypeError or AttributeError later)':
+        'test_deliberate_yaml_scalars_for_strings',
 }
 
 
@@ -354,7 +357,7 @@ YAML_FILES = {
     'plain': 'config:\n  keep: 3d\n  exclude: [a, "b,c"]\n  quiet: yes\n'
              '  lock-timeout: 7\n  node-size: 64Ki\n  chunk-size: 4096\n',
     'string for a list': 'config:\n  exclude: a, b\n',
-    'non-string values': 'config:\n  client-name: 12\n  verbose: 1\n'
+    'non-string values': 'config:\n  verbose: 1\n'
                          '  pretend: "no"\n  repository: null\n',
     'other sections': 'config:\n  keep: 1d\nextra:\n  k: v\n',
     'empty config': 'config:\n',
@@ -506,3 +509,13 @@ def test_deliberate_yaml_numbers(tmp_path, capsys):
     conf = write(tmp_path / 's.yaml', 'config:\n  node-size: 1.5\n')
     assert isinstance(cliapp_raises(['--config', conf], capsys), ValueError)
     assert outcome(OurApp, ['--config', conf], capsys)[1]['node-size'] == 1
+
+
+def test_deliberate_yaml_scalars_for_strings(tmp_path, capsys):
+    conf = write(tmp_path / 's.yaml', 'config:\n  client-name: 12\n'
+                 '  pretend-time: 2015-06-01 10:00:00\n')
+    ref, ours = both(['--config', conf], capsys)
+    assert (ref[1]['client-name'], ours[1]['client-name']) == (12, '12')
+    assert str(ref[1]['pretend-time']) == ours[1]['pretend-time'] == \
+        '2015-06-01 10:00:00'
+    assert_same(['--config', conf, '--dump-config'], capsys)

@@ -99,6 +99,16 @@ def test_yaml_values_keep_their_types_where_1x_did():
     assert (reg['exclude'], reg['size'], reg['count']) == (['a, b'], 4096, 7)
 
 
+def test_yaml_scalars_for_strings_are_their_text():
+    import datetime
+    reg = registry()
+    for obj, text in ((12, '12'), (1.5, '1.5'), (True, 'True'),
+                      (datetime.datetime(2015, 6, 1, 10), '2015-06-01 10:00:00'),
+                      (None, None), ('x', 'x')):
+        reg.set_from_yaml('f.yaml', 'name', obj)
+        assert reg['name'] == text
+
+
 def test_yaml_numbers_for_choices_and_sizes():
     """`repository-format: 6` is the word 6; a size YAML read as a float
     or anything else is parsed as text, so it cannot fail later."""
