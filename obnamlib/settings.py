@@ -258,6 +258,13 @@ class StringListSetting(Setting):
     def set_from_file_text(self, text):
         self.value = split_list_text(text)
 
+    def set_from_yaml(self, obj):
+        """A YAML list, or one item; items are text (`[1]` is `['1']`),
+        and an empty value is an empty list."""
+        items = [] if obj is None else obj if isinstance(obj, list) else [obj]
+        self.value = [item if isinstance(item, str) else str(item)
+                      for item in items]
+
     def set_from_command_line(self, value):
         if self._from_default_or_file:
             self.value = [value]

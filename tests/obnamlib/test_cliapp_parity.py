@@ -60,6 +60,9 @@ DELIBERATE = {
     'a YAML number or date for a string setting is its text (cliapp: the '
     'number or datetime; TypeError or AttributeError later)':
         'test_deliberate_yaml_scalars_for_strings',
+    'YAML list items are text, and an empty list value is an empty list '
+    '(cliapp: [1] and [None]; TypeError later)':
+        'test_deliberate_yaml_list_items',
 }
 
 
@@ -519,3 +522,11 @@ def test_deliberate_yaml_scalars_for_strings(tmp_path, capsys):
     assert str(ref[1]['pretend-time']) == ours[1]['pretend-time'] == \
         '2015-06-01 10:00:00'
     assert_same(['--config', conf, '--dump-config'], capsys)
+
+
+def test_deliberate_yaml_list_items(tmp_path, capsys):
+    conf = write(tmp_path / 'l.yaml', 'config:\n  exclude: [1, a]\n'
+                 '  root:\n')
+    ref, ours = both(['--config', conf], capsys)
+    assert (ref[1]['exclude'], ref[1]['root']) == ([1, 'a'], [None])
+    assert (ours[1]['exclude'], ours[1]['root']) == (['1', 'a'], [])

@@ -109,6 +109,14 @@ def test_yaml_scalars_for_strings_are_their_text():
         assert reg['name'] == text
 
 
+def test_yaml_lists_are_lists_of_text():
+    reg = registry()
+    for obj, items in (([1, 'a'], ['1', 'a']), (5, ['5']), (None, []),
+                       ('a, b', ['a, b'])):
+        reg.set_from_yaml('f.yaml', 'exclude', obj)
+        assert reg['exclude'] == items
+
+
 def test_yaml_numbers_for_choices_and_sizes():
     """`repository-format: 6` is the word 6; a size YAML read as a float
     or anything else is parsed as text, so it cannot fail later."""
