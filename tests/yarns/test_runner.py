@@ -332,6 +332,29 @@ def test_sigterm_kills_steps_and_what_they_left_running_exit_255(tmp_path):
         runner.communicate()
 
 
+def test_sigint_stops_the_run_even_when_started_with_it_ignored(tmp_path):
+    # A shell script's background job starts with SIGINT ignored (./check
+    # runs the scenarios so, beside pytest); Ctrl-C must still stop it.
+    (tmp_path / 's.yarn').write_text(code(
+        'SCENARIO s', 'THEN it waits', 'IMPLEMENTS THEN it waits',
+        'echo $$ > "$SRCDIR/pid.tmp" && mv "$SRCDIR/pid.tmp" "$SRCDIR/pid"',
+        'sleep 60'))
+    runner = subprocess.Popen(
+        [sys.executable, RUNNER, 's.yarn'], cwd=tmp_path,
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        step_pid = wait_for_pid_file(tmp_path / 'pid')
+        runner.send_signal(signal.SIGINT)
+        assert runner.wait(timeout=20) == 255
+        assert runner.stderr.read() == b'ERROR: interrupted\n'
+        assert wait_until_gone(step_pid)
+    finally:
+        runner.kill()
+        runner.communicate()
+
+
 def wait_until_gone(pid):
     """SIGTERM takes effect soon, but not at once."""
     deadline = time.monotonic() + 10

@@ -20,7 +20,7 @@ def main(argv=None, out=sys.stdout, err=sys.stderr):
     """Run the scenarios the arguments name; return the exit code."""
     args = _argument_parser().parse_args(argv)
     report = Report(out, err, quiet=args.quiet)
-    signal.signal(signal.SIGTERM, _interrupt)
+    _stop_on_interrupt()
     try:
         return _run(args, report)
     except YarnError as e:
@@ -30,6 +30,17 @@ def main(argv=None, out=sys.stdout, err=sys.stderr):
         step_process.kill_all_running()
         report.error('ERROR: interrupted')
         return 255
+
+
+def _stop_on_interrupt():
+    """SIGTERM, and SIGINT even where it was ignored, stop the run.
+
+    A shell script's `yarn-runner &` (as ./check runs it, beside pytest)
+    starts it with SIGINT ignored, and Python then leaves it so: Ctrl-C
+    stopped the script's other commands while the scenarios ran on.
+    """
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _interrupt)
 
 
 def _interrupt(signum, frame):
