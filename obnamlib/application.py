@@ -225,10 +225,7 @@ class Application:
         self.enable_plugins()
         self.add_default_subcommands()
         self.all_settings_added()
-        command_line = self.command_line()
-        command_line.find_config_files(args)
-        config_files.load_config_files(self.settings, self.config_files)
-        args = command_line.parse(args)
+        args = self.parse_command_line(args)
         self.setup_logging()
         self._logging_ready = True
         self.log_config()
@@ -241,6 +238,14 @@ class Application:
         self.process_args(args)
         self.cleanup()
         self.disable_plugins()
+
+    def parse_command_line(self, args):
+        """Both passes over the command line, with the configuration files
+        read in between; returns the words that are not options."""
+        command_line = self.command_line()
+        command_line.find_config_files(args)
+        config_files.load_config_files(self.settings, self.config_files)
+        return command_line.parse(args)
 
     def process_args(self, args):
         """Run the subcommand the first word names."""

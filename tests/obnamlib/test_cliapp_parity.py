@@ -26,7 +26,6 @@ except ImportError as e:      # Python 3.12+ (no `imp`), or not installed
                 'with' % e, allow_module_level=True)
 
 import obnamlib.app
-from obnamlib import config_files
 
 # cliapp reads INI files with ConfigParser.readfp (deprecated in 3.11).
 pytestmark = pytest.mark.filterwarnings(
@@ -66,7 +65,17 @@ DELIBERATE = {
 }
 
 
-class ReferenceApp(cliapp.Application):
+class Prepared:
+    """Registration, as a run does it before parsing (both apps)."""
+
+    def prepare(self):
+        self.add_settings()
+        self.setup_plugin_manager()
+        self.enable_plugins()
+        self.add_default_subcommands()
+
+
+class ReferenceApp(Prepared, cliapp.Application):
     """obnam's settings and subcommands, on cliapp."""
 
     cmd_list_formats = obnamlib.app.ObnamApp.cmd_list_formats
@@ -94,32 +103,17 @@ class ReferenceApp(cliapp.Application):
             p.app = self
             p.enable()
 
-    def prepare(self):
-        self.add_settings()
-        self.setup_plugin_manager()
-        self.enable_plugins()
-        self.add_default_subcommands()
-
     def parse(self, argv):
         self.parse_args(argv, configs_only=True)
         self.settings.load_configs()
         return self.parse_args(argv)
 
 
-class OurApp(obnamlib.app.ObnamApp):
-    """The same steps on obnam's own layer."""
-
-    def prepare(self):
-        self.add_settings()
-        self.setup_plugin_manager()
-        self.enable_plugins()
-        self.add_default_subcommands()
+class OurApp(Prepared, obnamlib.app.ObnamApp):
+    """The same steps on obnam's own layer, parsed as a run parses."""
 
     def parse(self, argv):
-        command_line = self.command_line()
-        command_line.find_config_files(argv)
-        config_files.load_config_files(self.settings, self.config_files)
-        return command_line.parse(argv)
+        return self.parse_command_line(argv)
 
 
 def outcome(app_class, argv, capsys):
