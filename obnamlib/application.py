@@ -169,9 +169,6 @@ class Application:
     def setup_plugin_manager(self):
         """Find plugins."""
 
-    def setup(self):
-        """Prepare, before plugins are enabled."""
-
     def enable_plugins(self):
         """Let plugins register settings and subcommands."""
 
@@ -181,11 +178,8 @@ class Application:
     def settings_ready(self):
         """Settings are final and `self.ui` exists."""
 
-    def cleanup(self):
-        """After the subcommand."""
-
     def disable_plugins(self):
-        """After cleanup."""
+        """After the subcommand."""
 
     # --- running ------------------------------------------------------------
 
@@ -221,7 +215,6 @@ class Application:
         set_process_name(self.progname)
         self.add_settings()
         self.setup_plugin_manager()
-        self.setup()
         self.enable_plugins()
         self.add_default_subcommands()
         self.all_settings_added()
@@ -236,7 +229,6 @@ class Application:
         self.output = self.ui.output
         self.settings_ready()
         self.process_args(args)
-        self.cleanup()
         self.disable_plugins()
 
     def parse_command_line(self, args):
