@@ -140,12 +140,11 @@ class _Scanner:
         return True
 
     def _quote(self, chunk, chunks):
+        """A block quote takes the rest of its chunk."""
         match = _QUOTE.search(chunk)
         if not match:
             return False
-        if chunk[:match.start()]:
-            self.scan([chunk[:match.start()]])
-        self.last = 'other'
+        self._split_around(chunk, match.start(), len(chunk), chunks)
         return True
 
     def _link_definition(self, chunk, chunks):
