@@ -18,6 +18,7 @@ access to /etc/shadow takes their accounts for locked.
         server.kill_sessions()             # drop every open connection
 """
 
+import functools
 import os
 import pwd
 import shutil
@@ -258,19 +259,14 @@ class SshdServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-_SOURCE_PENALTIES = []
-
-
+@functools.lru_cache(maxsize=None)
 def _knows_source_penalties():
     """Whether this sshd has the PerSourcePenalties option (asked once)."""
-    if not _SOURCE_PENALTIES:
-        probe = subprocess.run(
-            [SSHD, '-G', '-f', '/dev/null', '-o', 'PerSourcePenalties=no'],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL)
-        _SOURCE_PENALTIES.append(probe.returncode == 0 and
-                                 b'persourcepenalties' in probe.stdout)
-    return _SOURCE_PENALTIES[0]
+    probe = subprocess.run(
+        [SSHD, '-G', '-f', '/dev/null', '-o', 'PerSourcePenalties=no'],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL)
+    return probe.returncode == 0 and b'persourcepenalties' in probe.stdout
 
 
 def _ensure_privsep_dir():
