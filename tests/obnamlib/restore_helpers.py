@@ -139,7 +139,6 @@ def garble_metadata(repo_path, path):
 class Collect(obnamlib.restorer.RestoreReporter):
     """A restore reporter that keeps what it is told, for assertions."""
 
-
     def __init__(self):
         self.errors, self.notes, self.logs, self.done = [], [], [], []
 
