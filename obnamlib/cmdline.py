@@ -22,11 +22,17 @@ from obnamlib.settings import ALWAYS_PRESENT_GROUPS, CONFIG_GROUP
 
 # --- paragraph filling ---------------------------------------------------
 
+# The narrowest fill: a bullet's `* ` and one character.  COLUMNS may
+# say less (0, or what optparse makes of it by subtracting 2).
+MIN_WIDTH = 3
+
+
 def fill_paragraphs(text, width=78):
-    """Text re-filled to `width`: blank lines separate paragraphs, and
-    lines starting with `* ` are bullet points (indented continuation
-    lines belong to the bullet); a list is set apart from the text around
-    it by an empty line."""
+    """Text re-filled to `width` (at least MIN_WIDTH): blank lines separate
+    paragraphs, and lines starting with `* ` are bullet points (indented
+    continuation lines belong to the bullet); a list is set apart from the
+    text around it by an empty line."""
+    width = max(width, MIN_WIDTH)
     filled = '\n'.join(_fill(kind, lines, width)
                        for kind, lines in _paragraphs(text))
     if text and not filled.endswith('\n'):

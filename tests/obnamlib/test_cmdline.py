@@ -145,6 +145,21 @@ def test_fill_paragraphs(text, width, filled):
     assert cmdline.fill_paragraphs(text, width) == filled
 
 
+@pytest.mark.parametrize('width', [2, 1, 0, -7])
+def test_fill_paragraphs_narrower_than_a_bullet_fills_at_the_minimum(width):
+    text = 'ab cd\n* ef gh\n'
+    assert cmdline.fill_paragraphs(text, width) == \
+        cmdline.fill_paragraphs(text, cmdline.MIN_WIDTH) == \
+        'ab\ncd\n\n* e\n  f\n  g\n  h\n'
+
+
+@pytest.mark.parametrize('columns', ['0', '1', '-5'])
+def test_help_at_a_tiny_width(columns, monkeypatch):
+    monkeypatch.setenv('COLUMNS', columns)
+    cl, _, _, _ = fresh()
+    assert cl.help_text().startswith('Usage: prog [options] X\n\nDoe\ns t\n')
+
+
 TEMPLATE = ('.TH PROG 1\n.SH NAME\nprog \\- does\n.SH SYNOPSIS\n'
             '.SH DESCRIPTION\n.SH OPTIONS\n.SH FILES\n')
 
