@@ -3,27 +3,20 @@ usage errors, configuration files, manual page, profiling), and the
 subcommand machinery in-process."""
 
 import io
-import os
-import subprocess
-import sys
 
 import pytest
 
 from obnamlib import application
-
-CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-OBNAM = os.path.join(CHECKOUT, 'bin', 'obnam')
+from tests.obnamlib.test_app import run as run_bytes
 
 
 def run(args, home, env=None):
-    full_env = {'PATH': os.environ.get('PATH', '/usr/bin:/bin'),
-                'HOME': str(home), 'LC_ALL': 'C.UTF-8', 'COLUMNS': '80'}
-    full_env.update(env or {})
-    p = subprocess.run([sys.executable, OBNAM] + args, env=full_env,
-                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE)
-    return p.returncode, p.stdout.decode(), p.stderr.decode()
+    """bin/obnam (default configuration files read) at 80 columns:
+    (exit code, stdout text, stderr text)."""
+    code, out, err = run_bytes(args, home, env=dict({'COLUMNS': '80'},
+                                                    **(env or {})),
+                               nodefaults=False)
+    return code, out.decode(), err.decode()
 
 
 @pytest.fixture
@@ -128,11 +121,7 @@ def test_manpage_template_bytes_that_are_not_utf8_pass_through(home,
                                                                 tmp_path):
     template = tmp_path / 'obnam.1.in'
     template.write_bytes(b'.TH OBNAM 1\n.SH NAME\nobnam \xff\n')
-    p = subprocess.run([sys.executable, OBNAM, '--no-default-configs',
-                        '--generate-manpage', str(template)],
-                       env={'HOME': str(home), 'LC_ALL': 'C.UTF-8'},
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert (p.returncode, p.stdout, p.stderr) == \
+    assert run_bytes(['--generate-manpage', str(template)], home) == \
         (0, template.read_bytes(), b'')
 
 
