@@ -19,25 +19,35 @@ first 5 octets (0xd4, version, cipher, AEAD id, c) and i; the final tag's
 also ends with the plaintext's total length (8 bytes).
 """
 
+import functools
 import hmac
 
-from obnamlib.openpgp_packets import OpenPgpFormatError
+from obnamlib.openpgp_packets import AEAD, SKESK, OpenPgpFormatError
 
 EAX = 1
 OCB = 2
 NONCE_SIZES = {EAX: 16, OCB: 15}
 TAG_SIZE = 16
 AES_KEY_SIZES = {7: 16, 8: 24, 9: 32}
-_AEAD_HEADER = 0xc0 | 20     # tag 20 in a new-format header
-_SKESK_HEADER = 0xc0 | 3
+_AEAD_HEADER = 0xc0 | AEAD   # the tag as a new-format header has it
+_SKESK_HEADER = 0xc0 | SKESK
 
 
 class AeadFailed(Exception):
     """A tag did not match: wrong key, or the data was changed."""
 
 
+def _nonce_size(aead_id):
+    try:
+        return NONCE_SIZES[aead_id]
+    except KeyError:
+        raise OpenPgpFormatError(reason='unknown AEAD algorithm %d' % aead_id)
+
+
+@functools.lru_cache(maxsize=64)
 def _aead(aead_id, cipher_id, key):
-    """decrypt(nonce, data_and_tag, ad) for this AEAD mode and key."""
+    """decrypt(nonce, data_and_tag, ad) for this AEAD mode and key: made
+    once per key, not once per message (each file of a repository)."""
     if AES_KEY_SIZES.get(cipher_id) != len(key):
         raise OpenPgpFormatError(
             reason='AEAD with cipher %d is not supported' % cipher_id)
@@ -53,13 +63,14 @@ class _TagChecked:
     """cryptography's InvalidTag as AeadFailed."""
 
     def __init__(self, decrypt):
+        from cryptography.exceptions import InvalidTag
         self.decrypt_raw = decrypt
+        self.invalid_tag = InvalidTag
 
     def decrypt(self, nonce, data, ad):
-        from cryptography.exceptions import InvalidTag
         try:
             return self.decrypt_raw(nonce, bytes(data), ad)
-        except InvalidTag:
+        except self.invalid_tag:
             raise AeadFailed()
 
 
@@ -102,12 +113,10 @@ def decrypt(body, key):
     if len(body) < 4 or body[0] != 1:
         raise OpenPgpFormatError(reason='unsupported AEAD packet version')
     cipher_id, aead_id, chunk_octet = body[1], body[2], body[3]
-    nonce_size = NONCE_SIZES.get(aead_id)
-    if nonce_size is None:
-        raise OpenPgpFormatError(reason='unknown AEAD algorithm %d' % aead_id)
+    nonce_size = _nonce_size(aead_id)
     if chunk_octet > 56:
         raise OpenPgpFormatError(reason='bad AEAD chunk size')
-    aead = _aead(aead_id, cipher_id, key)
+    aead = _aead(aead_id, cipher_id, bytes(key))
     start = 4 + nonce_size
     iv = bytes(body[4:start])
     data = memoryview(body)[start:]
@@ -137,9 +146,7 @@ def skesk5_fields(body, s2k_end):
     """(cipher id, AEAD id, nonce, encrypted key with its tag) of a
     version 5 SKESK body whose S2K specifier ends at s2k_end."""
     aead_id = body[2]
-    nonce_size = NONCE_SIZES.get(aead_id)
-    if nonce_size is None:
-        raise OpenPgpFormatError(reason='unknown AEAD algorithm %d' % aead_id)
+    nonce_size = _nonce_size(aead_id)
     nonce = bytes(body[s2k_end:s2k_end + nonce_size])
     wrapped = bytes(body[s2k_end + nonce_size:])
     if len(nonce) != nonce_size or len(wrapped) <= TAG_SIZE:
@@ -153,5 +160,5 @@ def skesk5_unwrap(body, s2k_end, kek):
     for a wrong passphrase."""
     cipher_id, aead_id, nonce, wrapped = skesk5_fields(body, s2k_end)
     ad = bytes([_SKESK_HEADER, 5, cipher_id, aead_id])
-    return cipher_id, _aead(aead_id, cipher_id, kek).decrypt(
+    return cipher_id, _aead(aead_id, cipher_id, bytes(kek)).decrypt(
         nonce, wrapped, ad)

@@ -8,8 +8,9 @@ import pathlib
 import subprocess
 
 import pytest
+from cryptography.exceptions import InvalidTag
 
-from obnamlib import gpg, gpg_agent, openpgp, openpgp_aead, openpgp_packets
+from obnamlib import errors, gpg, gpg_agent, openpgp, openpgp_aead, openpgp_packets
 from tests.gpg_fixture import GpgHome
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / 'data' / 'gpg24'
@@ -71,6 +72,56 @@ def test_a_dropped_chunk_is_refused():
         openpgp.decrypt_symmetric(forged, PASSPHRASE)
 
 
+def aead_body(name='sym-ocb-chunked.gpg'):
+    """The AEAD packet's body of a fixture, and the SKESK before it."""
+    message = fixture(name)
+    skesk_end = openpgp_packets.read_packet(message)[2]
+    return message[:skesk_end], bytes(
+        openpgp_packets.read_packet(message, skesk_end)[1])
+
+
+@pytest.mark.parametrize('field,value,reason', [
+    (0, 2, 'unsupported AEAD packet version'),
+    (1, 13, 'AEAD with cipher 13 is not supported'),    # Camellia-256
+    (1, 99, 'AEAD with cipher 99 is not supported'),
+    (2, 3, 'unknown AEAD algorithm 3'),
+    (3, 57, 'bad AEAD chunk size'),
+    (3, 255, 'bad AEAD chunk size'),
+])
+def test_a_damaged_aead_header_is_a_format_error(field, value, reason):
+    skesk, body = aead_body()
+    damaged = bytearray(body)
+    damaged[field] = value
+    message = skesk + openpgp_packets.packet(openpgp_packets.AEAD,
+                                             bytes(damaged))
+    with pytest.raises(openpgp_packets.OpenPgpFormatError) as info:
+        openpgp.decrypt_symmetric(message, PASSPHRASE)
+    assert reason in str(info.value)
+    assert info.value.code == 'REFFF4X'
+
+
+@pytest.mark.parametrize('name', ['sym-ocb-short.gpg', 'sym-ocb-chunked.gpg',
+                                  'sym-ocb-exact.gpg'])
+def test_every_cut_of_an_aead_message_is_a_coded_error(name):
+    """Cut anywhere (in the SKESK, a chunk, a tag, or a packet header of
+    the plaintext): an ObnamError, never another exception."""
+    message = fixture(name)
+    for end in range(len(message)):
+        with pytest.raises(errors.ObnamError):
+            openpgp.decrypt_symmetric(message[:end], PASSPHRASE)
+
+
+def test_a_chunk_size_that_disagrees_with_the_chunks_fails_the_tags():
+    """64-byte chunks read as 128-byte ones: no tag matches."""
+    skesk, body = aead_body()
+    assert body[3] == 0
+    damaged = body[:3] + b'\x01' + body[4:]
+    with pytest.raises(openpgp.DecryptionFailed):
+        openpgp.decrypt_symmetric(
+            skesk + openpgp_packets.packet(openpgp_packets.AEAD, damaged),
+            PASSPHRASE)
+
+
 # The EAX paper's test vectors (Bellare, Rogaway, Wagner), first two:
 # key, nonce, header, message, ciphertext with tag.
 EAX_VECTORS = [
@@ -88,7 +139,7 @@ def test_eax_matches_the_papers_vectors(key, nonce, header, message, sealed):
                        bytes.fromhex(header)) == bytes.fromhex(message)
     broken = bytearray.fromhex(sealed)
     broken[-1] ^= 1
-    with pytest.raises(Exception):
+    with pytest.raises(InvalidTag):
         eax.decrypt(bytes.fromhex(nonce), bytes(broken),
                     bytes.fromhex(header))
 
