@@ -83,25 +83,40 @@ class Tree:
             node = store.load(self._root_id)
         else:
             cache.move_to_end(self._root_id)
+        node = self._descend(node, key)
+        if node is not None:
+            keys = node.keys
+            j = bisect_left(keys, key)
+            if j < len(keys) and keys[j] == key:
+                return node.values[j]
+        raise KeyError(key)
+
+    def _descend(self, node, key, groups=None):
+        """The leaf below node where key belongs, through cached or loaded
+        nodes; None if key sorts before the first key, or (with the
+        refcount groups) where a child is shared.  The hot loop of
+        lookup and insert; more than MAX_DEPTH levels is TreeLoops."""
+        store = self._store
+        cache = store.cache
         depth = 0
         while not node.is_leaf:
+            if depth == MAX_DEPTH:
+                raise errors.TreeLoops(self._dirname, node.id)
+            depth += 1
             i = bisect_right(node.keys, key) - 1
             if i < 0:
-                raise KeyError(key)
+                return None
             child_id = node.children[i]
+            if groups is not None:
+                group = groups.get(child_id >> GROUP_BITS)
+                if group is None or group[child_id & GROUP_MASK] != 1:
+                    return None
             node = cache.get(child_id)
             if node is None:
                 node = store.load(child_id)
             else:
                 cache.move_to_end(child_id)
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise errors.TreeLoops(self._dirname, child_id)
-        keys = node.keys
-        j = bisect_left(keys, key)
-        if j < len(keys) and keys[j] == key:
-            return node.values[j]
-        raise KeyError(key)
+        return node
 
     def _range_start(self, lo, hi):
         """The deepest node whose subtree holds all of lo..hi, or None.
@@ -256,43 +271,26 @@ class Tree:
         cache = store.cache
         node = cache.get(self._root_id)
         if node is not None:
-            groups = self._rc.groups
-            depth = 0
-            while not node.is_leaf:
-                i = bisect_right(node.keys, key) - 1
-                if i < 0:
-                    break
-                child_id = node.children[i]
-                group = groups.get(child_id >> GROUP_BITS)
-                if group is None or group[child_id & GROUP_MASK] != 1:
-                    break
-                node = cache.get(child_id)
-                if node is None:
-                    node = store.load(child_id)
-                else:
-                    cache.move_to_end(child_id)
-                depth += 1
-                if depth > MAX_DEPTH:
-                    raise errors.TreeLoops(self._dirname, child_id)
+            node = self._descend(node, key, self._rc.groups)
+        if node is not None:
+            keys = node.keys
+            j = bisect_left(keys, key)
+            if j < len(keys) and keys[j] == key:
+                values = node.values
+                size = node.size + len(value) - len(values[j])
+                if size <= self._ns:
+                    values[j] = value
+                    node.size = size
+                    store.dirty.add(node.id)
+                    return
             else:
-                keys = node.keys
-                j = bisect_left(keys, key)
-                if j < len(keys) and keys[j] == key:
-                    values = node.values
-                    size = node.size + len(value) - len(values[j])
-                    if size <= self._ns:
-                        values[j] = value
-                        node.size = size
-                        store.dirty.add(node.id)
-                        return
-                else:
-                    size = node.size + self._pair_overhead + len(value)
-                    if size <= self._ns and j > 0:
-                        keys.insert(j, key)
-                        node.values.insert(j, value)
-                        node.size = size
-                        store.dirty.add(node.id)
-                        return
+                size = node.size + self._pair_overhead + len(value)
+                if size <= self._ns and j > 0:
+                    keys.insert(j, key)
+                    node.values.insert(j, value)
+                    node.size = size
+                    store.dirty.add(node.id)
+                    return
         self._guarded(self._insert_slow, key, value)
 
     def _guarded(self, change, *args):
