@@ -185,12 +185,22 @@ class Application:
 
     def run(self, args=None):
         """Run with `args` (default: sys.argv[1:]); sets `exit_code`."""
-        profile = os.environ.get(profile_variable(self.progname), '')
-        if profile:
-            import cProfile
-            cProfile.runctx('self._run(args)', globals(), locals(), profile)
+        filename = os.environ.get(profile_variable(self.progname), '')
+        if filename:
+            self._run_profiled(args, filename)
         else:
             self._run(args)
+
+    def _run_profiled(self, args, filename):
+        """The run under cProfile; a profile that cannot be written is
+        an error like any other (after the command has run)."""
+        import cProfile
+        profiler = cProfile.Profile()
+        profiler.runcall(self._run, args)
+        try:
+            profiler.dump_stats(filename)
+        except OSError as e:
+            self.exit_code = self._report_failure(e)
 
     def _run(self, args=None):
         try:
@@ -274,10 +284,12 @@ class Application:
     # --- how a run ends -----------------------------------------------------
 
     def _close_ui(self):
+        """Close the output channels; later errors go to stderr."""
         try:
             self.ui.close()
         except BrokenPipeError:
             pass
+        self.ui = None
 
     def _report_failure(self, e):
         """Tell the user in one line, the log in full; return exit code."""

@@ -134,6 +134,17 @@ def test_obnam_profile_writes_a_profile(home, tmp_path):
     assert pstats.Stats(str(profile)).total_calls > 0
 
 
+def test_obnam_profile_that_cannot_be_written_is_a_system_error(home,
+                                                                tmp_path):
+    profile = tmp_path / 'no-such-dir' / 'obnam.prof'
+    out_file = tmp_path / 'out'
+    assert run(['--no-default-configs', '--output', str(out_file),
+                'list-formats'], home, env={'OBNAM_PROFILE': str(profile)}) \
+        == (1, '', 'ERROR: RD5FA4X: System error: %s: 2: No such file or '
+            'directory\n' % profile)
+    assert out_file.read_text() == '6\n'
+
+
 @pytest.mark.parametrize('progname, variable', [
     ('obnam', 'OBNAM_PROFILE'), ('/usr/bin/my-prog.py', 'MY_PROG_PROFILE'),
     ('a1é', 'A1__PROFILE'),
