@@ -95,7 +95,6 @@ COMMAND_LAYER = {os.path.join(CHECKOUT, 'obnamlib', name) for name in
                  ('app.py', 'plugin.py', 'ui.py')}
 BELOW_COMMANDS = [p for p in python_files('obnamlib')
                   if p not in COMMAND_LAYER and p not in PLUGINS]
-LARCH_USERS = [p for p in BELOW_COMMANDS if p not in LARCH]
 
 
 def test_the_checked_trees_exist():
