@@ -28,7 +28,7 @@ def disk_usage(root):
 def facts(root):
     """What a restore must bring back of each object below root, by path
     relative to root: a file's bytes, permission bits and mtime; a
-    symlink's target; that a directory is one."""
+    symlink's target; a directory's permission bits."""
     result = {}
     for dirpath, dirnames, names in os.walk(root):
         for name in names + dirnames:
@@ -41,6 +41,6 @@ def facts(root):
             elif stat.S_ISLNK(st.st_mode):
                 fact = ('link', os.readlink(path))
             else:
-                fact = ('dir',)
+                fact = ('dir', stat.S_IMODE(st.st_mode))
             result[os.path.relpath(path, root)] = fact
     return result

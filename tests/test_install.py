@@ -17,6 +17,7 @@ import time
 import pytest
 
 from obnamlib.version import __version__
+from tests.file_tree import facts
 
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIME_LIMIT = 300
@@ -74,7 +75,7 @@ def source_copy(target):
 
 def make_tree(root):
     """A small directory tree: files, an empty file, a subdirectory, a
-    symlink, an executable; returns {relative path: (mode, content)}."""
+    symlink, an executable; returns its file_tree.facts."""
     os.makedirs(os.path.join(root, 'sub', 'deeper'))
     files = {
         'a.txt': b'hello\n',
@@ -87,24 +88,7 @@ def make_tree(root):
             f.write(data)
     os.chmod(os.path.join(root, 'a.txt'), 0o750)
     os.symlink('a.txt', os.path.join(root, 'link'))
-    return snapshot(root)
-
-
-def snapshot(root):
-    result = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            path = os.path.join(dirpath, name)
-            rel = os.path.relpath(path, root)
-            st = os.lstat(path)
-            if os.path.islink(path):
-                result[rel] = ('link', os.readlink(path))
-            elif os.path.isdir(path):
-                result[rel] = ('dir', oct(st.st_mode & 0o7777))
-            else:
-                with open(path, 'rb') as f:
-                    result[rel] = (oct(st.st_mode & 0o7777), f.read())
-    return result
+    return facts(root)
 
 
 @pytest.mark.parametrize('version', ['3.10', '3.13', '3.14'])
@@ -164,4 +148,4 @@ def test_pip_install_into_a_venv_gives_a_working_obnam(tmp_path, version):
     run(common + ['backup', live], deadline, env, tmp_path)
     restored = str(tmp_path / 'restored')
     run(common + ['restore', '--to', restored], deadline, env, tmp_path)
-    assert snapshot(restored + live) == before
+    assert facts(restored + live) == before
