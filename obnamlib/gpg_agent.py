@@ -148,16 +148,11 @@ def decrypt(agent, message, subkeys):
     for tag, body in openpgp_packets.iter_packets(message):
         if tag == PKESK and session is None:
             session = _session_key(agent, body, subkeys)
-        elif tag == openpgp_packets.SEIPD:
+        elif tag in openpgp.INTEGRITY_PROTECTED:
             if session is None:
                 raise NotHere()
             cipher_id, key = session
-            return openpgp.decrypt_seipd(body, cipher_id, key)
-        elif tag == openpgp_packets.AEAD:    # GnuPG 2.3+ may write this
-            if session is None:
-                raise NotHere()
-            return bytes(openpgp.message_content(
-                openpgp.decrypt_aead(body, session[1])))
+            return bytes(openpgp.decrypt_packet(tag, body, cipher_id, key))
         elif tag != openpgp_packets.MARKER and tag != PKESK:
             raise NotHere()
     raise NotHere()

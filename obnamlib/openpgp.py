@@ -445,18 +445,27 @@ def _decrypt_seipd(body, cipher_id, key, into=None):
     return plain[bs + 2:-22]
 
 
-def decrypt_seipd(body, cipher_id, key):
-    """The literal data of a SEIPD packet body, given its session key
-    (a public-key encrypted message: obnamlib.gpg_agent)."""
-    return bytes(message_content(
-        _decrypt_seipd(memoryview(body), cipher_id, key)))
+# Encrypted data packets with an integrity check: what public-key
+# encrypted messages are read from (obnamlib.gpg_agent).
+INTEGRITY_PROTECTED = (SEIPD, AEAD)
+
+
+def decrypt_packet(tag, body, cipher_id, key, into=None):
+    """The literal data of an encrypted data packet (SEIPD, GnuPG 2.3+'s
+    AEAD, or old SED), given its session key."""
+    if tag == SEIPD:
+        return message_content(
+            _decrypt_seipd(memoryview(body), cipher_id, key, into))
+    if tag == AEAD:
+        return decrypt_aead(body, key)
+    return _sed_content(_decrypt_sed(body, cipher_id, key))
 
 
 def decrypt_aead(body, key):
-    """The decrypted packets of an AEAD packet (tag 20) body, given its
+    """The literal data of an AEAD packet (tag 20) body, given its
     session key: what GnuPG 2.3 and later may write."""
     try:
-        return openpgp_aead.decrypt(body, key)
+        return message_content(openpgp_aead.decrypt(body, key))
     except openpgp_aead.AeadFailed:
         raise DecryptionFailed(reason='wrong key, or the data has been '
                                'modified (AEAD tag check failed)')
@@ -480,6 +489,15 @@ def _decrypt_sed(body, cipher_id, key):
         raise DecryptionFailed(reason='wrong passphrase')
     rest = _cfb(cipher_id, key, bytes(body[2:bs + 2])).decryptor()
     return memoryview(rest.update(body[bs + 2:]))
+
+
+def _sed_content(plain):
+    """message_content of SED plaintext, which has no integrity check:
+    garbage means a wrong key."""
+    try:
+        return message_content(plain)
+    except OpenPgpFormatError:
+        raise DecryptionFailed(reason='wrong passphrase')
 
 
 def _decompress(body):
@@ -590,20 +608,11 @@ class SymmetricCipher:
                     cipher_id, key = self._session_key(body, passphrase)
             elif tag == MARKER:
                 continue
-            elif tag in (SEIPD, SED):
+            elif tag in (SEIPD, SED, AEAD):
                 if key is None:
                     raise OpenPgpFormatError(
                         reason='no passphrase-encrypted session key')
-                if tag == SEIPD:
-                    plain = _decrypt_seipd(body, cipher_id, key, into)
-                else:
-                    plain = _decrypt_sed(body, cipher_id, key)
-                return self._content(plain, tag)
-            elif tag == AEAD:
-                if key is None:
-                    raise OpenPgpFormatError(
-                        reason='no passphrase-encrypted session key')
-                return message_content(decrypt_aead(body, key))
+                return decrypt_packet(tag, body, cipher_id, key, into)
             else:
                 raise OpenPgpFormatError(
                     reason='unexpected packet %d before encrypted data' % tag)
@@ -621,14 +630,6 @@ class SymmetricCipher:
                 self.session_keys.clear()
             self.session_keys[wanted] = found
         return found
-
-    def _content(self, plain, tag):
-        try:
-            return message_content(plain)
-        except OpenPgpFormatError:
-            if tag == SED:      # no check bytes but garbage: wrong key
-                raise DecryptionFailed(reason='wrong passphrase')
-            raise
 
 
 def _as_bytes(passphrase):
