@@ -17,8 +17,6 @@ stdout is a terminal.  With --pretend-time the policy is applied as of
 that moment (later generations are kept and not counted).
 """
 
-import sys
-
 from obnamlib import clock, forget_policy, forgetter, plugin
 
 # Long options the command line has besides the settings (obnamlib.cmdline);
@@ -66,9 +64,6 @@ class ForgetPlugin(plugin.ObnamPlugin):
         self.app.add_subcommand('forget', self.forget,
                                 arg_synopsis='[GENERATION]...')
 
-    def argv(self):
-        return getattr(self.app, 'argv', None) or sys.argv[1:]
-
     def option_names(self):
         return set(self.app.settings.keys()) | set(_FRAMEWORK_OPTIONS)
 
@@ -77,7 +72,7 @@ class ForgetPlugin(plugin.ObnamPlugin):
         --keep on the command line is an error); a policy that keeps
         nothing is refused."""
         text = self.app.settings['keep']
-        given = command_line_value(self.argv(), 'keep', self.option_names())
+        given = command_line_value(self.app.argv, 'keep', self.option_names())
         from_command_line = given is not None and given == text
         if not text and not from_command_line:
             return None
