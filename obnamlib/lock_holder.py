@@ -23,6 +23,7 @@ with force-lock.
 
 import calendar
 import collections
+import functools
 import os
 import socket
 import time
@@ -61,7 +62,9 @@ class ThisHost:
             with open('/proc/%d/stat' % pid, 'rb') as f:
                 data = f.read()
         except FileNotFoundError:
-            return None
+            if _has_proc():
+                return None
+            return _exists_by_signal(pid)
         except OSError:
             return _exists_by_signal(pid)
         fields = data[data.rindex(b')') + 2:].split()
@@ -70,12 +73,19 @@ class ThisHost:
         return fields[19].decode('ascii')
 
 
+@functools.lru_cache(maxsize=None)
+def _has_proc():
+    """Whether /proc tells of processes: without it (not mounted in a
+    chroot, another system) a missing /proc/PID says nothing."""
+    return os.path.exists('/proc/self/stat')
+
+
 def _exists_by_signal(pid):
     """Without /proc: does a process with pid exist?  ('' = yes)"""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
+    except (ProcessLookupError, OverflowError):
+        return None     # OverflowError: no pid_t is that large
     except OSError:
         pass            # EPERM: it exists, owned by someone else
     return ''

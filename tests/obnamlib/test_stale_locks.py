@@ -393,3 +393,44 @@ def test_ages_are_short(seconds, text):
 def test_description_without_a_readable_time_has_no_age():
     holder = lock_holder.Holder('h', 5, 'yesterday', '', '', '')
     assert lock_holder.describe(holder) == 'host h, pid 5'
+
+
+# --- a host without /proc ----------------------------------------------------
+
+def without_proc(monkeypatch):
+    """/proc not mounted (a chroot, another system): every /proc/PID read
+    fails as if that process did not exist."""
+    def no_proc_open(path, *args, **kwargs):
+        if str(path).startswith('/proc/'):
+            raise FileNotFoundError(2, 'No such file or directory', path)
+        return open(path, *args, **kwargs)
+    monkeypatch.setattr(lock_holder, 'open', no_proc_open, raising=False)
+    monkeypatch.setattr(lock_holder, '_has_proc', lambda: False)
+
+
+@pytest.mark.timeout(30)
+def test_without_proc_a_live_holder_still_holds(tmp_path, monkeypatch):
+    child = start_holder(tmp_path)
+    before = (tmp_path / 'lock').read_bytes()
+    try:
+        without_proc(monkeypatch)
+        with pytest.raises(errors.LockFail) as e:
+            manager(tmp_path).lock(['.'])
+        assert 'held by host %s, pid %d' % (socket.gethostname(),
+                                           child.pid) in str(e.value)
+        assert (tmp_path / 'lock').read_bytes() == before
+    finally:
+        kill(child)
+
+
+@pytest.mark.timeout(30)
+def test_without_proc_a_dead_holder_is_still_gone(tmp_path, monkeypatch):
+    without_proc(monkeypatch)
+    this_host = lock_holder.ThisHost()
+    assert this_host.process_start(os.getpid()) == ''
+    assert this_host.process_start(dead_pid()) is None
+    assert this_host.process_start(2 ** 40) is None
+    (tmp_path / 'lock').write_bytes(lock_text(start=''))
+    lines = []
+    manager(tmp_path, on_break=lines.append).lock(['.'])
+    assert lines[0].endswith('is not running')
