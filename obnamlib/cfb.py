@@ -95,19 +95,24 @@ def aes_block_encryptor(key):
     return _aes_whole_blocks(key, modes.ECB()).encryptor().update
 
 
-class _Scratch(threading.local):
-    """A buffer per thread for the ECB pass, grown as needed."""
+class ScratchBuffer(threading.local):
+    """One buffer per thread, used again and again and grown in whole
+    MiB: a fresh 1 MiB buffer costs page faults and zeroing, about as
+    much as its AES.  Calling it gives a view of its first size bytes,
+    which the thread's next call overwrites."""
+
+    GRAIN = 1 << 20
 
     def __init__(self):
         self.buf = bytearray()
 
-    def view(self, size):
+    def __call__(self, size):
         if len(self.buf) < size:
-            self.buf = bytearray(-(-size // (1 << 20)) << 20)
-        return memoryview(self.buf)
+            self.buf = bytearray(-(-size // self.GRAIN) * self.GRAIN)
+        return memoryview(self.buf)[:size]
 
 
-_scratch = _Scratch()
+_middle = ScratchBuffer()     # CfbMessageDecryptor's ECB pass
 
 
 class CfbMessageDecryptor:
@@ -148,7 +153,7 @@ class CfbMessageDecryptor:
         whole = size - size % _BLOCK
         data, out = memoryview(data), memoryview(out)
         if whole:
-            middle = _scratch.view(whole + _BLOCK - 1)
+            middle = _middle(whole + _BLOCK - 1)
             self.ecb.update_into(data[:whole], middle)
             last = bytes(middle[whole - _BLOCK:whole])
             if self.used:

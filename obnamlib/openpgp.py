@@ -227,23 +227,8 @@ def _new_buffer(size):
     return memoryview(bytearray(size))
 
 
-class _ScratchBuffer(threading.local):
-    """One output buffer per thread, used again and again: a fresh 1 MiB
-    buffer costs page faults and zeroing, about as much as its AES."""
-
-    GRAIN = 1 << 20
-
-    def __init__(self):
-        self.buf = bytearray()
-
-    def __call__(self, size):
-        if len(self.buf) < size:
-            self.buf = bytearray(-(-size // self.GRAIN) * self.GRAIN)
-        return memoryview(self.buf)[:size]
-
-
-_scratch = _ScratchBuffer()          # for encrypting
-_read_scratch = _ScratchBuffer()     # for decrypting
+_scratch = cfb.ScratchBuffer()          # for encrypting
+_read_scratch = cfb.ScratchBuffer()     # for decrypting
 
 
 def _encrypt_seipd_into(key, parts, lead, new_view):
