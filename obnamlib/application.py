@@ -66,7 +66,7 @@ class Application:
         self.stdout = stdout if stdout is not None else sys.stdout
         self.stderr = stderr if stderr is not None else sys.stderr
         self.settings = Settings()
-        self.config_files = config_files.ConfigFileList()
+        self.config_files = config_files.ConfigFileList(progname)
         self.subcommands = {}
         self.cmd_synopsis = {}
         self.subcommand_aliases = {}

@@ -77,9 +77,11 @@ def files_in_directory(directory):
 
 
 class ConfigFileList:
-    """The files to read, in order, and which of them must exist."""
+    """The files to read, in order, and which of them must exist: by
+    default, the default files of program `progname`."""
 
-    def __init__(self, defaults=None):
+    def __init__(self, progname=PROGNAME, defaults=None):
+        self._progname = progname
         self._defaults = defaults
         self._paths = None
         self.required = []
@@ -87,7 +89,7 @@ class ConfigFileList:
     @property
     def paths(self):
         if self._paths is None:
-            self._paths = list(default_config_files()
+            self._paths = list(default_config_files(self._progname)
                                if self._defaults is None else self._defaults)
         return self._paths
 
@@ -102,12 +104,12 @@ class ConfigFileList:
         self.required = []
 
 
-def load_config_files(settings, file_list, open_file=open):
+def load_config_files(settings, file_list):
     """Read every file of file_list into settings, in order."""
     settings.other_sections.clear()
     for path in file_list.paths:
         try:
-            f = open_file(path, encoding='utf-8', errors='surrogateescape')
+            f = open(path, encoding='utf-8', errors='surrogateescape')
         except OSError as e:
             if path in file_list.required:
                 raise ConfigFileUnreadable(filename=path,

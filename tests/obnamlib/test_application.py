@@ -222,3 +222,8 @@ def test_uncoded_errors_have_pinned_codes_in_list_errors(home):
     assert 'Uncoded' not in out and 'R00000X' not in out
     assert run(['--no-default-configs'], home) == \
         (1, '', 'ERROR: must give subcommand\n')
+
+
+def test_an_application_reads_its_own_configuration_files():
+    assert Small().config_files.paths[:2] == \
+        ['/etc/small.conf', '/etc/small.yaml']

@@ -46,6 +46,13 @@ def test_xdg_directories_most_important_last_and_no_repeats(home, tmp_path):
     assert files.count(str(home / '.config' / 'obnam' / 'a.conf')) == 1
 
 
+def test_default_files_are_the_programs(home):
+    assert cf.ConfigFileList('small').paths[:2] == \
+        ['/etc/small.conf', '/etc/small.yaml']
+    assert cf.ConfigFileList().paths[:2] == \
+        ['/etc/obnam.conf', '/etc/obnam.yaml']
+
+
 def test_config_and_no_default_configs():
     files = cf.ConfigFileList(defaults=['/d1', '/d2'])
     files.add('/c1')
