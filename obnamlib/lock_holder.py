@@ -37,11 +37,13 @@ Holder.__new__.__defaults__ = ('',)
 
 
 class ThisHost:
-    """What a lock's holder is compared with; tests substitute their own."""
+    """What a lock's holder is compared with; tests substitute their own.
+    The boot id and pid namespace cannot change while we run: read once."""
 
     def host(self):
         return socket.gethostname()
 
+    @functools.lru_cache(maxsize=None)
     def boot_id(self):
         try:
             with open('/proc/sys/kernel/random/boot_id') as f:
@@ -49,11 +51,21 @@ class ThisHost:
         except OSError:
             return ''
 
+    @functools.lru_cache(maxsize=None)
     def pid_namespace(self):
         try:
             return os.readlink('/proc/self/ns/pid')
         except OSError:
             return ''
+
+    def own_start(self):
+        """When this process started: read once (per pid, as a forked
+        child is another process)."""
+        return self._start_once(os.getpid())
+
+    @functools.lru_cache(maxsize=None)
+    def _start_once(self, pid):
+        return self.process_start(pid) or ''
 
     def process_start(self, pid):
         """When process pid started ('' if unknown), None if no process
@@ -102,7 +114,7 @@ def content(token, this_host=THIS_HOST, now=None):
              'pid=%d' % pid,
              'time=%s' % time.strftime(TIME_FORMAT, time.gmtime(now)),
              'boot_id=%s' % this_host.boot_id(),
-             'start=%s' % (this_host.process_start(pid) or ''),
+             'start=%s' % this_host.own_start(),
              'pidns=%s' % this_host.pid_namespace(),
              'token=%s' % token]
     return ('\n'.join(lines) + '\n').encode('utf-8', 'surrogateescape')
