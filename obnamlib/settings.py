@@ -208,12 +208,16 @@ _SIZE = re.compile(r'(\d+(?:\.\d+)?)\s*(ki|k|mi|m|gi|g|ti|t)?b?\s*$')
 
 def parse_byte_size(text):
     """Bytes in a size such as `64Ki`, `1.5 MB` or `1024`; 0 for text that
-    is not a size (Obnam 1.x never complained)."""
+    is not a size (Obnam 1.x never complained), nor a number a float
+    cannot hold."""
     m = _SIZE.match(text.lower())
     if not m:
         return 0
     number, unit = m.groups()
-    return int(float(number) * BYTE_UNITS.get(unit, 1))
+    try:
+        return int(float(number) * BYTE_UNITS.get(unit, 1))
+    except OverflowError:
+        return 0
 
 
 class ByteSizeSetting(Setting):

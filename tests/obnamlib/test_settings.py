@@ -10,6 +10,7 @@ from obnamlib import settings as s
     ('1.5 MB', 1500000), ('2gib', 2 * 2 ** 30), ('10 k', 10000),
     ('1.5Ti', int(1.5 * 2 ** 40)), ('7b', 7), ('3 KiB ', 3072),
     ('nonsense', 0), ('', 0), ('-1', 0), ('1e3', 0), ('5 kb extra', 0),
+    ('9' * 400 + '.5', 0), ('9' * 400 + ' ki', 0),
 ])
 def test_byte_sizes(text, size):
     assert s.parse_byte_size(text) == size
