@@ -122,7 +122,11 @@ def content(token, this_host=THIS_HOST, now=None):
 
 def parse(data):
     """The Holder a lock file names, or None (Obnam 1.x: empty, or 1.x
-    before 1.10: no host; anything else we do not understand)."""
+    before 1.10: no host; a file still being written, whose last line
+    is not complete: its pid may be cut short; anything else we do not
+    understand)."""
+    if not data.endswith(b'\n'):
+        return None
     lines = data.decode('utf-8', 'replace').splitlines()
     if not lines or lines[0] != MAGIC:
         return None

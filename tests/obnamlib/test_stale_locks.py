@@ -434,3 +434,17 @@ def test_without_proc_a_dead_holder_is_still_gone(tmp_path, monkeypatch):
     lines = []
     manager(tmp_path, on_break=lines.append).lock(['.'])
     assert lines[0].endswith('is not running')
+
+
+@pytest.mark.timeout(30)
+def test_a_lock_file_cut_short_is_not_judged(tmp_path):
+    """Over SFTP a lock file is created, then written: a reader may see
+    part of it, here a pid cut to its first digit: another process."""
+    whole = lock_text(pid=os.getpid())
+    text = whole[:whole.index(b'\npid=') + len(b'\npid=') + 1]
+    assert lock_holder.parse(text + b'\n').pid == int(text[-1:])
+    (tmp_path / 'lock').write_bytes(text)
+    with pytest.raises(errors.LockFail) as e:
+        manager(tmp_path).lock(['.'])
+    assert str(e.value) == "R681AEX: Couldn't create lock lock: timeout"
+    assert (tmp_path / 'lock').read_bytes() == text
