@@ -150,13 +150,15 @@ def _check_format(fs, url, create, keys):
     """(format found, whether we created the repository); raise unless we
     read it.  Creates the marker when asked and missing, in an empty
     directory only."""
-    try:
-        data = fs.read_file(FORMAT_FILE)
-    except FileNotFoundError:
+    data = _format_marker(fs)
+    if data is None:
         if not create:
             raise errors.NotARepository(url=url)
-        _refuse_unless_empty(fs, url)
-        return FORMAT_6, _write_format(fs)
+        if _is_empty(fs):
+            return FORMAT_6, _write_format(fs)
+        data = _format_marker(fs)   # another first backup made it meanwhile
+        if data is None:
+            raise RefusingNonEmptyDirectory(url=url)
     found = _first_line(data)
     if found in READABLE_FORMATS:
         return found, False
@@ -167,16 +169,22 @@ def _check_format(fs, url, create, keys):
     raise errors.UnknownRepositoryFormat(format=found, url=url)
 
 
-def _refuse_unless_empty(fs, url):
+def _format_marker(fs):
+    """The bytes of metadata/format, None if there is none."""
+    try:
+        return fs.read_file(FORMAT_FILE)
+    except FileNotFoundError:
+        return None
+
+
+def _is_empty(fs):
     """A directory without a format marker becomes a repository only if
     it holds nothing: anything else is someone's data, or the mount point
     of a disk that is not there."""
     try:
-        names = fs.listdir('.')
+        return not fs.listdir('.')
     except FileNotFoundError:
-        return
-    if names:
-        raise RefusingNonEmptyDirectory(url=url)
+        return True
 
 
 def _first_line(data):

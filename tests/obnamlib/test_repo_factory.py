@@ -180,3 +180,39 @@ def test_non_empty_directory_without_create_is_still_not_a_repository(
 def test_refusal_code_is_new_and_pinned():
     assert repo_factory.RefusingNonEmptyDirectory.code == errors.legacy_code(
         'RefusingNonEmptyDirectory', 'obnamlib.repo_factory')
+
+
+class FirstBackupAlongside:
+    """A raw VFS where another first backup creates the repository just
+    after we found no format marker, before we list the directory."""
+
+    def __init__(self, url):
+        from obnamlib.vfs_local import LocalFS
+        self.base = LocalFS(url)
+        self.url = url
+        self.raced = False
+
+    def listdir(self, path):
+        if not self.raced:
+            self.raced = True
+            other = repo_factory.open_repository(url=self.url, create=True)
+            other.lock_client_list()
+            other.add_client('other')
+            other.commit_client_list()
+            other.close()
+        return self.base.listdir(path)
+
+    def __getattr__(self, name):
+        return getattr(self.base, name)
+
+
+@pytest.mark.timeout(30)
+def test_two_first_backups_into_one_empty_directory_both_open_it(tmp_path):
+    url = str(tmp_path / 'empty')
+    os.mkdir(url)
+    vfs = FirstBackupAlongside(url)
+    repo = repo_factory.open_repository(url=url, vfs=vfs, create=True)
+    assert vfs.raced
+    assert repo.created is False
+    assert repo.get_client_names() == ['other']
+    repo.close()
