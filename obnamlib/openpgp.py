@@ -261,6 +261,28 @@ def _encrypt_seipd_into(key, parts, lead, new_view):
     return view[:pos]
 
 
+class _PerThread(threading.local):
+    """What one thread keeps by key: a few long-lived cipher streams
+    (a command uses a few keys; a stream is no use to another thread)."""
+
+    KEPT = 16
+
+    def __init__(self):
+        self.found = {}
+
+    def get(self, wanted, make, *args):
+        """The kept object for wanted, made by make(*args) if none."""
+        found = self.found.get(wanted)
+        if found is None:
+            if len(self.found) >= self.KEPT:
+                self.found.clear()
+            found = self.found[wanted] = make(*args)
+        return found
+
+    def drop(self, wanted):
+        self.found.pop(wanted, None)
+
+
 class _ZeroIvEncryptor:
     """One long-lived AES-256-CFB encryptor per thread and key, brought
     back to a zero IV after each message instead of building a new
@@ -270,7 +292,7 @@ class _ZeroIvEncryptor:
     that ciphertext block C, and encrypting the block AES(C) gives the
     ciphertext zero, which is where a fresh stream with a zero IV is."""
 
-    _local = threading.local()
+    _local = _PerThread()
 
     def __init__(self, key):
         self.key = key
@@ -280,18 +302,10 @@ class _ZeroIvEncryptor:
 
     @classmethod
     def of(cls, key):
-        found = getattr(cls._local, 'encryptors', None)
-        if found is None:
-            found = cls._local.encryptors = {}
-        encryptor = found.get(key)
-        if encryptor is None:
-            if len(found) >= 16:
-                found.clear()
-            encryptor = found[key] = cls(key)
-        return encryptor
+        return cls._local.get(key, cls, key)
 
     def drop(self):
-        self._local.encryptors.pop(self.key, None)
+        self._local.drop(self.key)
 
     def restart(self, written):
         """Back to a zero IV after a message whose ciphertext (since the
@@ -340,7 +354,7 @@ class _ZeroIvDecryptor:
     with the stream at a block boundary, feeding one block of zeros leaves
     the decryptor exactly where a fresh one with a zero IV starts."""
 
-    _local = threading.local()
+    _local = _PerThread()
 
     def __init__(self, cipher_id, key):
         self.block = block_size(cipher_id)
@@ -355,17 +369,8 @@ class _ZeroIvDecryptor:
 
     @classmethod
     def of(cls, cipher_id, key):
-        found = getattr(cls._local, 'decryptors', None)
-        if found is None:
-            found = cls._local.decryptors = {}
-        wanted = (cipher_id, key)
-        decryptor = found.get(wanted)
-        if decryptor is None:
-            if len(found) >= 16:
-                found.clear()
-            decryptor = found[wanted] = _fast_zero_iv_decryptor(
-                cipher_id, key) or cls(cipher_id, key)
-        return decryptor
+        return cls._local.get((cipher_id, key), _zero_iv_decryptor,
+                              cipher_id, key)
 
     def decrypt(self, data, into=None):
         """Decrypted data as a view of one new buffer (update() would
@@ -406,11 +411,11 @@ class _FastZeroIvDecryptor:
         return memoryview(buf)[:count]
 
 
-def _fast_zero_iv_decryptor(cipher_id, key):
-    """A _FastZeroIvDecryptor for AES, else None."""
-    if not _whole_message_aes(cipher_id, key):
-        return None
-    return _FastZeroIvDecryptor(key)
+def _zero_iv_decryptor(cipher_id, key):
+    """A _FastZeroIvDecryptor for AES, else a _ZeroIvDecryptor."""
+    if _whole_message_aes(cipher_id, key):
+        return _FastZeroIvDecryptor(key)
+    return _ZeroIvDecryptor(cipher_id, key)
 
 
 def _decrypt_seipd(body, cipher_id, key, into=None):
