@@ -106,19 +106,20 @@ class LockManager:
             if self._try_lock(path):
                 self.held.add(dirname)
                 return
-            if at_once < MAX_RETRIES_AT_ONCE and self._may_retry_now(path):
+            data = self._read(path)
+            if at_once < MAX_RETRIES_AT_ONCE and self._is_gone(path, data):
                 at_once += 1
                 continue
             if self.clock() >= deadline:
-                holder = lock_holder.parse(self._read(path) or b'')
+                holder = lock_holder.parse(data or b'')
                 raise errors.LockFail(lock_name=self._shown(path),
                                       reason=_timeout_reason(holder))
             self.sleep(1)
             at_once = 0
 
-    def _may_retry_now(self, path):
-        """True if the lock is gone: released, or broken as stale."""
-        data = self._read(path)
+    def _is_gone(self, path, data):
+        """True if the lock (its content `data`, None if no file) is gone:
+        released, or broken as stale."""
         if data is None:
             return True
         holder = lock_holder.parse(data)

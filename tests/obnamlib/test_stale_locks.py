@@ -448,3 +448,33 @@ def test_a_lock_file_cut_short_is_not_judged(tmp_path):
         manager(tmp_path).lock(['.'])
     assert str(e.value) == "R681AEX: Couldn't create lock lock: timeout"
     assert (tmp_path / 'lock').read_bytes() == text
+
+
+class CountingFS:
+    """LocalFS that counts the reads of lock files."""
+
+    def __init__(self, base):
+        self.base = base
+        self.reads = 0
+
+    def read_file(self, path):
+        self.reads += 1
+        return self.base.read_file(path)
+
+    def __getattr__(self, name):
+        return getattr(self.base, name)
+
+
+@pytest.mark.timeout(30)
+def test_a_held_lock_is_read_once_per_attempt(tmp_path):
+    """Judged once a second; the timeout names the holder judged last."""
+    child = start_holder(tmp_path)
+    try:
+        fs = CountingFS(LocalFS(str(tmp_path)))
+        clock = FakeClock()
+        with pytest.raises(errors.LockFail) as e:
+            LockManager(fs, 2, sleep=clock.sleep, clock=clock).lock(['.'])
+        assert 'pid %d' % child.pid in str(e.value)
+        assert (len(clock.sleeps), fs.reads) == (2, 3)
+    finally:
+        kill(child)
