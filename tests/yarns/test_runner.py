@@ -122,6 +122,9 @@ def test_allowed_missing_implementation_leaves_out_the_scenario(tmp_path):
     assert r.returncode == 0, r.stderr
     assert marks(tmp_path) == ['a']
     assert 'WARNING' in r.stderr
+    assert r.stderr == ("WARNING: scenario 'broken': step \"THEN nothing "
+                        "implements me\" has no implementation; scenario "
+                        "left out\n")
 
 
 def test_ambiguous_implementation_runs_nothing(tmp_path):
@@ -133,7 +136,10 @@ def test_ambiguous_implementation_runs_nothing(tmp_path):
 
 
 def test_no_scenarios_is_exit_1_and_bad_option_exit_2(tmp_path):
-    assert yarn(tmp_path, 'Only prose.\n').returncode == 1
+    r = yarn(tmp_path, 'Only prose.\n')
+    assert r.returncode == 1
+    assert r.stderr == ('ERROR: no scenarios found; there must be at '
+                        'least one\n')
     assert yarn(tmp_path, code('SCENARIO s', 'THEN mark a', *MARK),
                 '--no-such-option').returncode == 2
     assert yarn(tmp_path, code('SCENARIO s', 'THEN mark a', *MARK),
