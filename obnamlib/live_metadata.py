@@ -32,7 +32,8 @@ _LAST_OWNER_ID = 2 ** 32 - 2
 
 def _owner_id(md, what, value):
     """A stored uid or gid that chown(2) can take; one beyond what any
-    system has is damage, reported for the file being restored."""
+    system has is damage, reported for the file being restored.  (The
+    codec refuses more than 32 bits already; (uid_t)-1 fits them.)"""
     if 0 <= value <= _LAST_OWNER_ID:
         return value
     raise obnamlib.errors.RepositoryCorrupt(

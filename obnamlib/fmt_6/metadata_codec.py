@@ -27,7 +27,11 @@ FLAG_BITS = {
 _FIXED = struct.Struct('!QQqQqQQQQQQQQQQQQQ')
 FIXED_SIZE = _FIXED.size   # 144
 _SIGNED = ('st_mtime_sec', 'st_atime_sec')
-_LAST_MODE = 2 ** 32 - 1
+# Fields that are 32 bits in struct stat: a larger value is damage, and
+# would fail far from here (every stat.S_IS* test on a mode; chown(2) and
+# FUSE on a uid or gid) with an OverflowError instead of naming the file.
+_32_BIT_FIELDS = ('st_mode', 'st_uid', 'st_gid')
+_LAST_32_BIT = 2 ** 32 - 1
 
 
 def encode_metadata(metadata):
@@ -73,11 +77,11 @@ def decode_metadata(data, what='file metadata'):
     for name, value in zip(INT_FIELDS, ints):
         if flags & (1 << FLAG_BITS[name]):
             fields[name] = value
-    if fields.get('st_mode', 0) > _LAST_MODE:
-        # mode_t is 32 bits; every stat.S_IS* test would fail on it.
-        raise errors.RepositoryCorrupt(
-            what=what, reason='metadata mode %d is out of range'
-            % fields['st_mode'])
+    for name in _32_BIT_FIELDS:
+        if fields.get(name, 0) > _LAST_32_BIT:
+            raise errors.RepositoryCorrupt(
+                what=what, reason='metadata %s %d is out of range'
+                % (name[len('st_'):], fields[name]))
     pos = FIXED_SIZE
     for name, length in zip(STR_FIELDS, lengths):
         if flags & (1 << FLAG_BITS[name]):

@@ -98,6 +98,21 @@ def test_a_mode_beyond_32_bits_is_corruption_not_an_overflow():
     assert codec.decode_metadata(bytes(data)).st_mode == 2 ** 32 - 1
 
 
+@pytest.mark.parametrize('name', ['st_uid', 'st_gid'])
+def test_an_owner_id_beyond_32_bits_is_corruption(name):
+    """uid_t and gid_t are 32 bits: chown(2) and FUSE would fail on more,
+    far from the file; ls and verify report it as the mode."""
+    data = bytearray(codec.encode_metadata(full()))
+    offset = 8 + 8 * codec.INT_FIELDS.index(name)
+    data[offset:offset + 8] = struct.pack('!Q', 2 ** 32)
+    with pytest.raises(errors.RepositoryCorrupt) as e:
+        codec.decode_metadata(bytes(data), what='file /x')
+    assert '%s %d is out of range' % (name[3:], 2 ** 32) in str(e.value)
+    assert 'file /x' in str(e.value)
+    data[offset:offset + 8] = struct.pack('!Q', 2 ** 32 - 1)
+    assert getattr(codec.decode_metadata(bytes(data)), name) == 2 ** 32 - 1
+
+
 def test_xattr_blob_example_from_spec():
     blob = codec.encode_xattrs([(b'user.foo', b'some value')])
     assert blob == (struct.pack('!Q', 9) + b'user.foo\0' +
