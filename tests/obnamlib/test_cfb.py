@@ -33,6 +33,7 @@ def test_message_decryptor_gives_what_a_cfb_stream_gives(key_bytes):
         assert messages.decrypt_into(ciphertext, out) == size
         assert bytes(out[:size]) == reference(key, iv).decryptor().update(
             ciphertext)
+        assert out[size:] == bytes(22)      # nothing written beyond
 
 
 def test_message_decryptor_refuses_too_small_an_output_buffer():
@@ -68,10 +69,20 @@ def test_aes_messages_are_decrypted_whole():
 def test_each_cipher_streams_as_cfb(name, key_bytes):
     key, iv = os.urandom(key_bytes), os.urandom(
         16 if name in ('AES', 'Camellia') else 8)
-    data = os.urandom(1000)
+    data = os.urandom(1001)
     encrypted = cfb.cipher(name, key, iv).encryptor().update(data)
     assert encrypted != data
     assert cfb.cipher(name, key, iv).decryptor().update(encrypted) == data
+    # CFB by its definition, from the same algorithm's single blocks:
+    # C[0] = P[0] ^ E(iv), C[1] = P[1] ^ E(C[0])
+    from cryptography.hazmat.primitives.ciphers import modes
+    block = Cipher(cfb.algorithm_class(name)(key),
+                   modes.ECB()).encryptor().update
+    size = len(iv)
+    for i, before in enumerate((iv, encrypted[:size])):
+        piece = slice(i * size, (i + 1) * size)
+        assert encrypted[piece] == bytes(
+            a ^ b for a, b in zip(data[piece], block(before)))
 
 
 def test_old_ciphers_come_from_decrepit_where_the_release_has_it():
