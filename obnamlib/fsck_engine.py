@@ -393,15 +393,13 @@ class Fsck:
             self._walk_problem('%s: %s: directory cannot be listed: %s'
                          % (where, _show(path), _text(e)))
             return []
-        if all(map(stored_names.is_safe, names)):
-            return names
-        for name in names:
-            if not stored_names.is_safe(name):
-                self._walk_problem(
-                    '%s: %s: unsafe name stored (empty, ".", ".." or '
-                    'containing "/" or NUL)'
-                    % (where, stored_names.shown_path(path, name)))
-        return [name for name in names if stored_names.is_safe(name)]
+        safe, unsafe = stored_names.partition(names)
+        for name in unsafe:
+            self._walk_problem(
+                '%s: %s: unsafe name stored (empty, ".", ".." or '
+                'containing "/" or NUL)'
+                % (where, stored_names.shown_path(path, name)))
+        return safe
 
     # --- files and chunks -------------------------------------------------
 

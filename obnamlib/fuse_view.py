@@ -310,13 +310,12 @@ class BackupView:
             raise OSError(errno.ENOTDIR, 'not a directory')
         if not self._is_dir(gen, inner, path):
             raise OSError(errno.ENOTDIR, 'not a directory')
-        names = list(self.repo.get_file_children(gen, inner))
-        if all(map(stored_names.is_safe, names)):
-            return names
-        raise stored_names.unsafe_name_error(
-            self.repo, gen, inner,
-            next(n for n in names if not stored_names.is_safe(n)),
-            self.client_name)
+        names, unsafe = stored_names.partition(
+            list(self.repo.get_file_children(gen, inner)))
+        if unsafe:
+            raise stored_names.unsafe_name_error(
+                self.repo, gen, inner, unsafe[0], self.client_name)
+        return names
 
     def _is_dir(self, gen, inner, path):
         md = self._metadata(gen, inner, path)

@@ -17,6 +17,14 @@ def is_safe(name):
     return name not in _SPECIAL and b'/' not in name and b'\0' not in name
 
 
+def partition(names):
+    """(safe names, unsafe names) of a directory listing, in its order."""
+    if all(map(is_safe, names)):
+        return names, []
+    return ([name for name in names if is_safe(name)],
+            [name for name in names if not is_safe(name)])
+
+
 def unsafe_name_error(repo, gen_id, dirname, name, client_name=None):
     """The one-line error for name in directory dirname of gen_id."""
     return errors.UnsafeStoredName(
