@@ -512,7 +512,8 @@ class _KeyFailsAfterReadAhead(PassphraseTable):
     attempt fails, as toplevel_keys does, whoever asks first."""
 
     def symmetric_key(self, toplevel):
-        raise errors.ObnamError()
+        raise openpgp.DecryptionFailed(reason='key of %s is damaged'
+                                       % toplevel)
 
 
 def test_a_key_that_cannot_be_had_fails_the_read_not_the_hint(tmp_path):
@@ -522,6 +523,8 @@ def test_a_key_that_cannot_be_had_fails_the_read_not_the_hint(tmp_path):
                               cipher=CountingCipher())
     fs.seal_helper().start()
     fs.read_ahead(paths)            # a hint: nothing to report here
-    with pytest.raises(errors.ObnamError):
-        fs.read_file(paths[-1])
+    assert fs.seal_helper().ahead == {}     # and nothing asked for
+    with pytest.raises(openpgp.DecryptionFailed) as raised:
+        fs.read_file(paths[-1])     # the read reports the key's error
+    assert 'key of chunks is damaged' in str(raised.value)
     fs.close()
