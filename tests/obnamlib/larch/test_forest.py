@@ -30,6 +30,18 @@ def filled(vfs, count=200):
     return forest, tree
 
 
+def thinned_clone(vfs, step):
+    """A forest of 100 keys whose only tree, a clone of the committed
+    one, lost every step-th key (uncommitted): shared and changed nodes
+    for a commit to write and delete."""
+    forest, tree = filled(vfs, 100)
+    clone = forest.new_tree(tree)
+    for n in range(0, 100, step):
+        clone.remove(key(n))
+    forest.remove_tree(tree)
+    return forest
+
+
 def test_missing_directory_read_only_is_empty(tmp_path):
     path = str(tmp_path / 'absent')
     forest = larch.open_forest(dirname=path, key_size=4)
@@ -178,11 +190,7 @@ class StopBeforeFinish(larch.MemoryFS):
 
 def test_interrupted_commit_is_overlaid_read_only_and_finished_on_write():
     vfs = StopBeforeFinish()
-    forest, tree = filled(vfs, 100)
-    clone = forest.new_tree(tree)
-    for n in range(0, 100, 3):
-        clone.remove(key(n))
-    forest.remove_tree(tree)
+    forest = thinned_clone(vfs, 3)
     vfs.armed = True
     with pytest.raises(Interrupt):
         forest.commit()
@@ -267,11 +275,7 @@ class FlakyFS(larch.MemoryFS):
     ('rename', 1), ('rename', 3), ('write_file', 2), ('write_file', 5)])
 def test_commit_can_be_retried_after_storage_error(method, countdown):
     vfs = FlakyFS()
-    forest, tree = filled(vfs, 100)
-    clone = forest.new_tree(tree)
-    for n in range(0, 100, 2):
-        clone.remove(key(n))
-    forest.remove_tree(tree)
+    forest = thinned_clone(vfs, 2)
     vfs.fail = (method, countdown)
     with pytest.raises(OSError):
         forest.commit()
