@@ -28,6 +28,7 @@ import threading
 import zlib
 
 from obnamlib import cfb, errors, openpgp_aead
+from obnamlib.openpgp_aead import AES_KEY_SIZES
 from obnamlib.openpgp_packets import (
     COMPRESSED, LITERAL, MARKER, MDC, SED, SEIPD, SKESK, AEAD,
     OpenPgpFormatError, header, iter_packets, packet, read_packet)
@@ -89,8 +90,7 @@ def block_size(cipher_id):
 
 def _whole_message_aes(cipher_id, key):
     """Whether cfb.CfbMessageDecryptor can decrypt with this key."""
-    return (CIPHERS.get(cipher_id, ('',))[0] == 'AES'
-            and len(key) == key_length(cipher_id))
+    return AES_KEY_SIZES.get(cipher_id) == len(key)
 
 
 def _cfb(cipher_id, key, iv):
@@ -653,7 +653,6 @@ _ECDH_CURVES = {
     bytes.fromhex('2b81040022'): 'SECP384R1',
     bytes.fromhex('2b81040023'): 'SECP521R1',
 }
-_KEK_SIZES = {7: 16, 8: 24, 9: 32}
 
 
 class UnsupportedRecipient(errors.ObnamError):
@@ -741,7 +740,7 @@ def _ecdh_fields(key_material, block, fingerprint):
     point, pos = read_mpi(key_material, 1 + oid_len)
     kdf = key_material[pos:pos + 4]
     if len(kdf) != 4 or kdf[0] != 3 or kdf[1] != 1 or \
-            kdf[3] not in _KEK_SIZES:
+            kdf[3] not in AES_KEY_SIZES:
         raise OpenPgpFormatError(reason='bad ECDH KDF parameters')
     ephemeral, shared = _ecdh_shared(curve, point)
     kek = ecdh_kek(shared, oid, kdf[2], kdf[3], fingerprint)
@@ -759,7 +758,7 @@ def ecdh_kek(shared_x, oid, hash_id, kek_id, fingerprint):
              b'Anonymous Sender    ' + fingerprint)
     h = _hash_new(hash_id)
     h.update(b'\0\0\0\1' + shared_x + param)
-    return h.digest()[:_KEK_SIZES[kek_id]]
+    return h.digest()[:AES_KEY_SIZES[kek_id]]
 
 
 def _pkesk(key_body, session_key):

@@ -28,6 +28,8 @@ EAX = 1
 OCB = 2
 NONCE_SIZES = {EAX: 16, OCB: 15}
 TAG_SIZE = 16
+# OpenPGP's AES cipher ids (RFC 4880 §9.2) -> key bytes: what AEAD
+# packets, ECDH key wrapping and cfb.CfbMessageDecryptor take.
 AES_KEY_SIZES = {7: 16, 8: 24, 9: 32}
 _AEAD_HEADER = 0xc0 | AEAD   # the tag as a new-format header has it
 _SKESK_HEADER = 0xc0 | SKESK
