@@ -130,16 +130,14 @@ class CfbMessageDecryptor:
         from cryptography.hazmat.primitives.ciphers import modes
         if len(iv) != _BLOCK:
             raise ValueError('an AES IV is 16 bytes')
-        self.key = bytes(key)
         # ECB keeps no state between whole blocks: one context serves all
-        self.ecb = _aes_whole_blocks(self.key, modes.ECB()).encryptor()
+        self.ecb = _aes_whole_blocks(key, modes.ECB()).encryptor()
         self.first = self.ecb.update(bytes(iv))  # AES(iv): block 0's
         # One CBC stream for every message: after any whole blocks,
         # decrypting the block `first` leaves it where a fresh stream
         # with IV `first` starts (a new context costs 7 us with
         # cryptography 38, this 1 us).
-        self.cbc = _aes_whole_blocks(
-            self.key, modes.CBC(self.first)).decryptor()
+        self.cbc = _aes_whole_blocks(key, modes.CBC(self.first)).decryptor()
         self.used = False
         self.spill = bytearray(2 * _BLOCK)
 
