@@ -64,8 +64,12 @@ def test_a_dropped_chunk_is_refused():
     assert tag == openpgp_packets.AEAD and end == len(message)
     head = 4 + 15
     dropped = bytes(body[:head]) + bytes(body[head + 80:])
+    _, skesk_body, _ = openpgp_packets.read_packet(message)
+    _, key = openpgp._skesk_key(skesk_body, PASSPHRASE.encode(),
+                                openpgp.S2KCache())
+    assert bytes(openpgp.decrypt_aead(body, key)) == PLAIN[:128]
     with pytest.raises(openpgp.DecryptionFailed):
-        openpgp.decrypt_aead(dropped, b'\0' * 32)
+        openpgp.decrypt_aead(dropped, key)      # the right key
     skesk = message[:79]
     forged = skesk + openpgp_packets.packet(openpgp_packets.AEAD, dropped)
     with pytest.raises(openpgp.DecryptionFailed):
@@ -182,13 +186,15 @@ def test_agent_path_reads_public_key_messages_of_gpg_2_4(gpg24_home, name,
 
 
 def test_agent_path_refuses_a_changed_aead_message(gpg24_home):
-    message = bytearray(fixture('pk-ocb-short.gpg'))
+    original = fixture('pk-ocb-short.gpg')
+    message = bytearray(original)
     message[-3] ^= 1
     fingerprint = (DATA / 'fingerprint').read_text().strip()
     subkeys = gpg_agent.parse_secret_listing(
         gpg.require_secret_key(fingerprint, gpg24_home.path))
-    assert gpg_agent.decrypt_many([bytes(message)], subkeys,
-                                  gpg24_home.path) == [None]
+    # the agent is there and reads the unchanged message in the same call
+    assert gpg_agent.decrypt_many([bytes(message), original], subkeys,
+                                  gpg24_home.path) == [None, SHORT]
 
 
 def test_obnam_never_writes_aead():
