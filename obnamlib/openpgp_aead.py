@@ -144,7 +144,7 @@ def decrypt(body, key):
     return b''.join(out)
 
 
-def skesk5_fields(body, s2k_end):
+def _skesk5_fields(body, s2k_end):
     """(cipher id, AEAD id, nonce, encrypted key with its tag) of a
     version 5 SKESK body whose S2K specifier ends at s2k_end."""
     aead_id = body[2]
@@ -160,7 +160,7 @@ def skesk5_unwrap(body, s2k_end, kek):
     """(cipher id, session key) of a version 5 SKESK packet body whose S2K
     specifier ends at s2k_end, given the key the S2K made; AeadFailed
     for a wrong passphrase."""
-    cipher_id, aead_id, nonce, wrapped = skesk5_fields(body, s2k_end)
+    cipher_id, aead_id, nonce, wrapped = _skesk5_fields(body, s2k_end)
     ad = bytes([_SKESK_HEADER, 5, cipher_id, aead_id])
     return cipher_id, _aead(aead_id, cipher_id, bytes(kek)).decrypt(
         nonce, wrapped, ad)
