@@ -132,11 +132,14 @@ def test_lock_from_before_a_reboot_is_broken(tmp_path):
 
 @pytest.mark.timeout(30)
 def test_lock_left_by_this_very_manager_is_taken_back(tmp_path):
-    m = manager(tmp_path)
-    (tmp_path / 'lock').write_bytes(
-        lock_holder.content(m.token).replace(b'start=', b'start=0'))
+    """Its file left behind (an unlock that failed): this process still
+    runs, so only the manager's token tells that nobody holds it."""
+    lines = []
+    m = manager(tmp_path, on_break=lines.append)
+    (tmp_path / 'lock').write_bytes(lock_holder.content(m.token))
     m.lock(['.'])
     assert m.holds('.')
+    assert lines[0].endswith(': left by this process')
 
 
 # --- holders that may still hold -------------------------------------------
