@@ -126,6 +126,63 @@ def test_a_chunk_size_that_disagrees_with_the_chunks_fails_the_tags():
             PASSPHRASE)
 
 
+def seal_ocb(key, plain, chunk_octet=0):
+    """An AEAD packet body (OCB) of plain, made here as gpg makes them:
+    for messages no gpg would write."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESOCB3
+    head = bytes([1, 9, openpgp_aead.OCB, chunk_octet])
+    iv = os.urandom(15)
+    ad = bytes([0xc0 | openpgp_packets.AEAD]) + head
+    ocb = AESOCB3(key)
+    size = 1 << (chunk_octet + 6)
+    sealed = []
+    pieces = [plain[pos:pos + size] for pos in range(0, len(plain), size)]
+    for index, piece in enumerate(pieces):
+        sealed.append(ocb.encrypt(openpgp_aead._nonce(iv, index), piece,
+                                  ad + index.to_bytes(8, 'big')))
+    final = len(pieces).to_bytes(8, 'big') + len(plain).to_bytes(8, 'big')
+    sealed.append(ocb.encrypt(openpgp_aead._nonce(iv, len(pieces)), b'',
+                              ad + final))
+    return head + iv + b''.join(sealed)
+
+
+def test_our_sealing_is_read_in_every_chunking():
+    key = os.urandom(32)
+    for size in (0, 1, 63, 64, 65, 128, 1000):
+        data = os.urandom(size)
+        plain = openpgp.literal_header(size) + data
+        for chunk_octet in (0, 1, 16):
+            body = seal_ocb(key, plain, chunk_octet)
+            assert bytes(openpgp.decrypt_aead(body, key)) == data
+
+
+@pytest.mark.parametrize('plain,reason', [
+    (b'', 'no literal data packet'),
+    (openpgp.literal_header(100) + b'x' * 50, 'packet is cut short'),
+    (b'\xcb', 'packet is cut short'),      # a header, then nothing
+    (b'garbage', 'no packet header'),
+])
+def test_a_plaintext_that_ends_in_the_middle_is_a_format_error(plain,
+                                                                reason):
+    """Every tag matches, but what they protect is not a whole message."""
+    key = os.urandom(32)
+    with pytest.raises(openpgp_packets.OpenPgpFormatError) as info:
+        openpgp.decrypt_aead(seal_ocb(key, plain), key)
+    assert reason in str(info.value)
+
+
+def test_a_final_tag_over_another_length_is_refused():
+    """The final tag covers the plaintext's length: chunks dropped from
+    the end with the final tag kept are found out."""
+    key = os.urandom(32)
+    plain = openpgp.literal_header(200) + os.urandom(200)
+    body = seal_ocb(key, plain)
+    head = 4 + 15
+    cut = body[:head + 80] + body[-16:]     # first chunk, final tag
+    with pytest.raises(openpgp.DecryptionFailed):
+        openpgp.decrypt_aead(cut, key)
+
+
 # The EAX paper's test vectors (Bellare, Rogaway, Wagner), first two:
 # key, nonce, header, message, ciphertext with tag.
 EAX_VECTORS = [
