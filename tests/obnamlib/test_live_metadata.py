@@ -146,6 +146,10 @@ def test_an_owner_id_no_system_has_is_damage_not_a_crash(fs, tmp_path, euid,
     with pytest.raises(obnamlib.errors.RepositoryCorrupt) as e:
         lm.MetadataApplier(fs, euid=euid).apply(p(path), md)
     assert 'not a ' in str(e.value) and '\n' not in str(e.value)
+    [(name, value)] = ids.items()
+    what = name[len('st_'):]
+    assert '%s %d' % (what, value) in str(e.value)
+    assert 'not a %s any system has' % what in str(e.value)
 
 
 def test_non_root_sets_group_only_and_ignores_failure(fs, tmp_path):
