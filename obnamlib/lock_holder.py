@@ -30,6 +30,7 @@ import time
 
 MAGIC = 'obnam-lock'
 TIME_FORMAT = '%Y-%m-%dT%H:%M:%SZ'
+MAX_HOST_LENGTH = 255                 # a DNS name's limit
 
 Holder = collections.namedtuple(
     'Holder', 'host pid time boot_id start token pidns')
@@ -135,11 +136,18 @@ def parse(data):
         pid = int(fields['pid'])
     except (KeyError, ValueError):
         return None
-    if not fields.get('host') or pid <= 0:
+    if not _plausible_host(fields.get('host', '')) or not 0 < pid < 2 ** 31:
         return None
     return Holder(fields['host'], pid, fields.get('time', ''),
                   fields.get('boot_id', ''), fields.get('start', ''),
                   fields.get('token', ''), fields.get('pidns', ''))
+
+
+def _plausible_host(host):
+    """A host name we can compare and show: a damaged or hostile file's
+    megabyte of text or terminal escapes must not reach the error (nor
+    a pid of a thousand digits: pid_t is 32 bits)."""
+    return 0 < len(host) <= MAX_HOST_LENGTH and host.isprintable()
 
 
 def why_gone(holder, this_host=THIS_HOST):

@@ -182,7 +182,10 @@ def test_lock_from_another_host_is_not_broken(tmp_path):
     b'',
     b'[lockfile]\r\nclient=0123\r\npid=1\r\nboot_id=x',   # 0.27-1.9
     b'obnam-lock\npid=1\n',
-    b'obnam-lock\nhost=h\npid=x\n'])
+    b'obnam-lock\nhost=h\npid=x\n',
+    b'obnam-lock\nhost=h\x1b[2J\npid=1\n',              # terminal escapes
+    b'obnam-lock\nhost=' + b'h' * 256 + b'\npid=1\n',
+    b'obnam-lock\nhost=h\npid=' + b'9' * 1000 + b'\n'])
 def test_locks_naming_no_holder_we_can_judge_behave_as_before(tmp_path,
                                                                text):
     (tmp_path / 'lock').write_bytes(text)
