@@ -66,9 +66,6 @@ class LockManager:
         self.token = secrets.token_hex(8)
         self.held = set()
 
-    def is_locked(self, dirname):
-        return self.fs.exists(lock_path(dirname))
-
     def holds(self, dirname):
         return dirname in self.held
 
