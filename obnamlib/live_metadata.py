@@ -30,10 +30,13 @@ _SETID_BITS = stat.S_ISUID | stat.S_ISGID
 _LAST_OWNER_ID = 2 ** 32 - 2
 
 
-def _owner_id(md, what, value):
-    """A stored uid or gid that chown(2) can take; one beyond what any
-    system has is damage, reported for the file being restored.  (The
-    codec refuses more than 32 bits already; (uid_t)-1 fits them.)"""
+def _owner_id(what, value):
+    """A stored uid or gid as chown(2) takes it (None: -1, "leave it");
+    one beyond what any system has is damage, reported for the file
+    being restored.  (The codec refuses more than 32 bits already;
+    (uid_t)-1 fits them.)"""
+    if value is None:
+        return -1
     if 0 <= value <= _LAST_OWNER_ID:
         return value
     raise obnamlib.errors.RepositoryCorrupt(
@@ -163,8 +166,8 @@ class MetadataApplier:
     def _owner_ids(self, md):
         """(uid, gid) to set, -1 for "leave": all as root, else the group
         (whose failure is ignored); None for nothing."""
-        uid = -1 if md.st_uid is None else _owner_id(md, 'uid', md.st_uid)
-        gid = -1 if md.st_gid is None else _owner_id(md, 'gid', md.st_gid)
+        uid = _owner_id('uid', md.st_uid)
+        gid = _owner_id('gid', md.st_gid)
         if self.euid == 0:
             return uid, gid
         return (-1, gid) if gid != -1 else None
