@@ -10,7 +10,8 @@ import subprocess
 import pytest
 from cryptography.exceptions import InvalidTag
 
-from obnamlib import errors, gpg, gpg_agent, openpgp, openpgp_aead, openpgp_packets
+from obnamlib import (errors, gpg, gpg_agent, openpgp, openpgp_aead,
+                      openpgp_packets)
 from tests.gpg_fixture import GpgHome
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / 'data' / 'gpg24'
