@@ -428,18 +428,9 @@ class Tree:
     def _remove_fast(self, key):
         """Remove from an unshared leaf that stays well filled."""
         store = self._store
-        counts = self._rc
-        node = store.get(self._root_id)
-        for _ in range(MAX_DEPTH + 1):
-            if node.is_leaf:
-                break
-            i = bisect_right(node.keys, key) - 1
-            child_id = node.children[i]
-            if counts.get(child_id) != 1:
-                return False
-            node = store.get(child_id)
-        else:
-            raise errors.TreeLoops(self._dirname, node.id)
+        node = self._descend(store.get(self._root_id), key, self._rc.groups)
+        if node is None:
+            return False
         keys = node.keys
         j = bisect_left(keys, key)
         if j == 0:
