@@ -95,7 +95,7 @@ class Tree:
         """The leaf below node where key belongs, through cached or loaded
         nodes; None if key sorts before the first key, or (with the
         refcount groups) where a child is shared.  The hot loop of
-        lookup and insert; more than MAX_DEPTH levels is TreeLoops."""
+        lookup, insert and remove; over MAX_DEPTH levels is TreeLoops."""
         store = self._store
         cache = store.cache
         depth = 0
