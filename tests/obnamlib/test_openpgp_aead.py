@@ -116,6 +116,19 @@ def test_every_cut_of_an_aead_message_is_a_coded_error(name):
             openpgp.decrypt_symmetric(message[:end], PASSPHRASE)
 
 
+@pytest.mark.parametrize('length', [
+    b'\xff\xff\xff\xff\xff',        # 4 GiB - 1, definite
+    b'\xfe',                        # a 1 GiB partial part
+])
+def test_an_aead_packet_claiming_more_than_there_is_is_a_format_error(
+        length):
+    skesk, body = aead_body()
+    message = skesk + bytes([0xc0 | openpgp_packets.AEAD]) + length + body
+    with pytest.raises(openpgp_packets.OpenPgpFormatError) as info:
+        openpgp.decrypt_symmetric(message, PASSPHRASE)
+    assert 'packet is cut short' in str(info.value)
+
+
 def test_a_chunk_size_that_disagrees_with_the_chunks_fails_the_tags():
     """64-byte chunks read as 128-byte ones: no tag matches."""
     skesk, body = aead_body()
