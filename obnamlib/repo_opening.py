@@ -6,13 +6,12 @@ repository is closed at the end, which discards uncommitted changes and
 releases every lock this process still holds; a command commits inside the
 block when it has finished its changes.
 
-A stale lock broken on the way (lockmgr) is said on stderr, one line,
-through `on_stale_lock` (the command's ui.error; plain stderr if none).
+A stale lock broken on the way (lockmgr) is told to `on_stale_lock`, one
+line (the command's ui.error: stderr); the log hears of it in any case.
 """
 
 import contextlib
 import logging
-import sys
 
 from obnamlib import repo_factory
 
@@ -26,7 +25,7 @@ def opened_repository(settings, lock='none', create=False, client_name=None,
     if lock not in LOCK_LEVELS:
         raise ValueError('unknown lock level %r' % (lock,))
     repo = repo_factory.open_repository(settings, create=create, **overrides)
-    tell_of_stale_locks(repo, on_stale_lock or _to_stderr)
+    tell_of_stale_locks(repo, on_stale_lock)
     try:
         _take_locks(repo, lock, client_name or _setting(settings, 'client-name'))
         yield repo
@@ -41,11 +40,6 @@ def tell_of_stale_locks(repo, notice):
     manager = getattr(repo, 'locks', None)
     if manager is not None:
         manager.on_break = notice
-
-
-def _to_stderr(line):
-    sys.stderr.write(line + '\n')
-    sys.stderr.flush()
 
 
 def _take_locks(repo, lock, client_name):
