@@ -71,6 +71,7 @@ class RepositoryFS:
         self._behind = None       # see write_behind
         self._process = None      # cipher_process.CipherProcess, if used
         self._ahead_asked = 0
+        self._keyless = set()     # toplevels whose key read_ahead lacked
         self.bytes_read = 0
         self.bytes_written = 0
 
@@ -208,10 +209,15 @@ class RepositoryFS:
         """The key to read `path` ahead with, or None.  Reading ahead is a
         hint: a key that cannot be had is not its error to report, but
         that of the read_file that follows (fsck counts it as a problem
-        of that file; a restore names the file)."""
+        of that file; a restore names the file).  Nor is it tried again
+        for a hint: each try may be a gpg run, and every read tries."""
+        toplevel = toplevel_of(path)
+        if toplevel in self._keyless:
+            return None
         try:
-            return self.keys.symmetric_key(toplevel_of(path))
+            return self.keys.symmetric_key(toplevel)
         except errors.ObnamError:
+            self._keyless.add(toplevel)
             return None
 
     def _reads_ahead(self):

@@ -511,7 +511,10 @@ class _KeyFailsAfterReadAhead(PassphraseTable):
     """A toplevel whose key cannot be had (a damaged key file): every
     attempt fails, as toplevel_keys does, whoever asks first."""
 
+    asked = 0
+
     def symmetric_key(self, toplevel):
+        self.asked += 1
         raise openpgp.DecryptionFailed(reason='key of %s is damaged'
                                        % toplevel)
 
@@ -524,7 +527,10 @@ def test_a_key_that_cannot_be_had_fails_the_read_not_the_hint(tmp_path):
     fs.seal_helper().start()
     fs.read_ahead(paths)            # a hint: nothing to report here
     assert fs.seal_helper().ahead == {}     # and nothing asked for
+    fs.read_ahead(paths)            # the failed key is not tried again
+    assert fs.keys.asked == 1
     with pytest.raises(openpgp.DecryptionFailed) as raised:
         fs.read_file(paths[-1])     # the read reports the key's error
     assert 'key of chunks is damaged' in str(raised.value)
+    assert fs.keys.asked == 2
     fs.close()
