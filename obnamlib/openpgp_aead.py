@@ -54,11 +54,23 @@ def _aead(aead_id, cipher_id, key):
         raise OpenPgpFormatError(
             reason='AEAD with cipher %d is not supported' % cipher_id)
     if aead_id == OCB:
-        from cryptography.hazmat.primitives.ciphers.aead import AESOCB3
-        return _TagChecked(AESOCB3(key).decrypt)
+        return _TagChecked(_ocb(key).decrypt)
     if aead_id == EAX:
         return _TagChecked(_Eax(key).decrypt)
     raise OpenPgpFormatError(reason='unknown AEAD algorithm %d' % aead_id)
+
+
+def _ocb(key):
+    """cryptography's AES-OCB3, which an OpenSSL built without OCB, its
+    FIPS provider, or BoringSSL lacks: then a coded error, not
+    cryptography's UnsupportedAlgorithm."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.ciphers.aead import AESOCB3
+    try:
+        return AESOCB3(key)
+    except UnsupportedAlgorithm:
+        raise OpenPgpFormatError(
+            reason='OCB is not supported by the OpenSSL cryptography uses')
 
 
 class _TagChecked:

@@ -129,6 +129,23 @@ def test_an_aead_packet_claiming_more_than_there_is_is_a_format_error(
     assert 'packet is cut short' in str(info.value)
 
 
+def test_without_ocb_in_openssl_an_ocb_message_is_a_format_error(
+        monkeypatch):
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.ciphers import aead
+
+    def no_ocb(key):
+        raise UnsupportedAlgorithm('no OCB here')
+    monkeypatch.setattr(aead, 'AESOCB3', no_ocb)
+    openpgp_aead._aead.cache_clear()
+    key = os.urandom(32)
+    with pytest.raises(openpgp_packets.OpenPgpFormatError) as info:
+        openpgp.decrypt_aead(bytes([1, 9, openpgp_aead.OCB, 0]) +
+                             bytes(15 + 16), key)
+    assert 'OCB is not supported' in str(info.value)
+    openpgp_aead._aead.cache_clear()
+
+
 def test_a_chunk_size_that_disagrees_with_the_chunks_fails_the_tags():
     """64-byte chunks read as 128-byte ones: no tag matches."""
     skesk, body = aead_body()
