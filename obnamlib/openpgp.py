@@ -95,7 +95,26 @@ def _whole_message_aes(cipher_id, key):
 
 def _cfb(cipher_id, key, iv):
     """A CFB cipher of this OpenPGP algorithm (cryptography's Cipher)."""
-    return cfb.cipher(_algorithm_name(cipher_id), key, iv)
+    return cfb.cipher(_available_algorithm(cipher_id), key, iv)
+
+
+@functools.lru_cache(maxsize=None)
+def _available_algorithm(cipher_id):
+    """The algorithm's name, once this OpenSSL is seen to run it in CFB
+    mode.  It may not: CAST5 and Blowfish are in OpenSSL's legacy
+    provider, which CRYPTOGRAPHY_OPENSSL_NO_LEGACY or FIPS mode leave
+    out, and cryptography then refuses the first encryptor or decryptor
+    with UnsupportedAlgorithm; here that is a coded error."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+    name = _algorithm_name(cipher_id)
+    try:
+        cfb.cipher(name, bytes(key_length(cipher_id)),
+                   bytes(block_size(cipher_id))).decryptor()
+    except UnsupportedAlgorithm:
+        raise OpenPgpFormatError(
+            reason='cipher %s is not available from the OpenSSL '
+            'cryptography uses' % name)
+    return name
 
 
 @functools.lru_cache(maxsize=64)

@@ -1,4 +1,7 @@
 import os
+import pathlib
+import subprocess
+import sys
 import tarfile
 import zlib
 
@@ -11,6 +14,7 @@ from tests.gpg_fixture import (REFERENCE_DIR, GpgHome,  # noqa: F401
 from tests.reference_data import extract_all
 
 PASSPHRASE = 'd5b11990' * 8
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SIZES = [0, 1, 15, 16, 17, 191, 192, 8383, 8384, 100000, (1 << 20) + 7]
 
 
@@ -177,6 +181,27 @@ def first_inner_packet(cipher, encrypted):
     plain = openpgp._decrypt_seipd(packets[1][1], cipher_id, key)
     tag, body, _ = openpgp_packets.read_packet(plain)
     return tag, body
+
+
+def test_a_cipher_openssl_lacks_is_a_format_error():
+    """CAST5 (2012-2014 repositories) with OpenSSL's legacy provider
+    left out, here in a fresh interpreter."""
+    script = ('from obnamlib import openpgp\n'
+              'try:\n'
+              '    openpgp._cfb(3, bytes(16), bytes(8)).decryptor()\n'
+              'except openpgp.OpenPgpFormatError as e:\n'
+              '    print(e.code, e)\n'
+              'else:\n'
+              '    print("available")\n')
+    env = dict(os.environ, CRYPTOGRAPHY_OPENSSL_NO_LEGACY='1')
+    result = subprocess.run([sys.executable, '-c', script], env=env,
+                            cwd=ROOT, capture_output=True, timeout=50)
+    assert result.stderr == b''
+    out = result.stdout.decode()
+    if out == 'available\n':
+        pytest.skip('this cryptography loads the legacy provider anyway')
+    assert out.startswith('REFFF4X ')
+    assert 'cipher CAST5 is not available from the OpenSSL' in out
 
 
 @pytest.mark.parametrize('algo', ['CAST5', 'AES128', '3DES', 'CAMELLIA256'])
