@@ -76,7 +76,6 @@ class Application:
         self.exit_code = 0
         self.ui = None
         self.output = self.stdout
-        self.argv = None
         self._logging_ready = False
 
     # --- subcommands --------------------------------------------------------
@@ -221,7 +220,6 @@ class Application:
             cmd_synopsis=self.cmd_synopsis)
 
     def _run_subcommand(self, args):
-        self.argv = list(args)
         set_process_name(self.progname)
         self.add_settings()
         self.setup_plugin_manager()

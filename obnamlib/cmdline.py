@@ -209,10 +209,12 @@ class CommandLine:
 
 def _set_value(option, opt_str, value, parser, setting):
     setting.set_from_command_line(value)
+    setting.from_command_line = True
 
 
 def _set_false(option, opt_str, value, parser, setting):
     setting.value = False
+    setting.from_command_line = True
 
 
 def _ignore(*args):

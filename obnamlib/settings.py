@@ -77,6 +77,9 @@ class Setting:
         self.group = group
         self.hidden = hidden
         self.value = default
+        # Whether the command line gave a value (a command may treat an
+        # empty one there differently from one in a configuration file).
+        self.from_command_line = False
 
     @property
     def name(self):
@@ -401,6 +404,10 @@ class Settings:
     def setting(self, name):
         """The Setting object behind a name or alias."""
         return self._by_name[name]
+
+    def from_command_line(self, name):
+        """Whether the command line gave the setting its value."""
+        return self._by_name[name].from_command_line
 
     def settings(self):
         """Every Setting object, in registration order."""

@@ -6,8 +6,7 @@ refused if bad) before the repository is touched.  A policy that keeps
 nothing (`0d`, `0h,0d`) would remove every generation: it is refused,
 from the command line or a configuration file (name the generations to
 remove them all).  An empty --keep on the command line is an error, an
-empty one from a configuration file means no policy: we tell the two
-apart by finding the option on the command line.
+empty one from a configuration file means no policy.
 
 --pretend prints the decision table (oldest first: id, end time, `keep`
 with the rules that keep it, or `forget`) and changes nothing; it takes
@@ -19,42 +18,6 @@ that moment (later generations are kept and not counted).
 
 from obnamlib import clock, forget_policy, forgetter, plugin
 
-# Long options the command line has besides the settings (obnamlib.cmdline);
-# they count for prefix ambiguity.
-_FRAMEWORK_OPTIONS = (
-    'help', 'help-all', 'version', 'config', 'no-default-configs',
-    'list-config-files', 'dump-config', 'dump-setting-names',
-    'generate-manpage')
-
-
-def command_line_value(argv, name, option_names):
-    """The last value of long option `name` in argv (optparse rules:
-    `--name=V`, `--name V`, unambiguous prefixes; `--` ends options), or
-    None if it is not there."""
-    value = None
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        if word == '--':
-            break
-        if word.startswith('--') and len(word) > 2:
-            given, has_value, text = word[2:].partition('=')
-            if _means(given, name, option_names):
-                if has_value:
-                    value = text
-                elif i + 1 < len(argv):
-                    value = argv[i + 1]
-                    i += 1
-        i += 1
-    return value
-
-
-def _means(given, name, option_names):
-    if given == name:
-        return True
-    matches = [o for o in option_names if o.startswith(given)]
-    return name.startswith(given) and matches == [name]
-
 
 class ForgetPlugin(plugin.ObnamPlugin):
 
@@ -64,17 +27,12 @@ class ForgetPlugin(plugin.ObnamPlugin):
         self.app.add_subcommand('forget', self.forget,
                                 arg_synopsis='[GENERATION]...')
 
-    def option_names(self):
-        return set(self.app.settings.keys()) | set(_FRAMEWORK_OPTIONS)
-
     def policy(self):
         """The parsed --keep policy, or None when there is none (an empty
         --keep on the command line is an error); a policy that keeps
         nothing is refused."""
         text = self.app.settings['keep']
-        given = command_line_value(self.app.argv, 'keep', self.option_names())
-        from_command_line = given is not None and given == text
-        if not text and not from_command_line:
+        if not text and not self.app.settings.from_command_line('keep'):
             return None
         policy = forget_policy.parse(text)
         forget_policy.refuse_keeping_nothing(policy)

@@ -5,10 +5,11 @@ import os
 
 import pytest
 
+import obnamlib.app
+
 from obnamlib import larch
 import obnamlib.larch.fsck
 from obnamlib.fmt_6 import keys
-from obnamlib.plugins import forget_plugin
 
 from tests.obnamlib import show_helpers as h
 from tests.obnamlib.plugins.show_forget_helpers import (
@@ -206,19 +207,51 @@ def test_forget_releases_its_locks(repo_path):
                 if f == 'lock']
 
 
+def parsed_keep(argv, config=None):
+    """(value, from the command line?) of --keep after a run's parse of
+    argv, as forget sees it."""
+    app = obnamlib.app.ObnamApp()
+    app.add_settings()
+    app.setup_plugin_manager()
+    app.enable_plugins()
+    app.add_default_subcommands()
+    front = ['--no-default-configs'] + (['--config', config] if config
+                                        else [])
+    app.parse_command_line(front + argv)
+    return app.settings['keep'], app.settings.from_command_line('keep')
+
+
 @pytest.mark.parametrize('argv, value', [
     (['--keep=1d'], '1d'),
     (['--keep', '1d', 'forget'], '1d'),
     (['--kee=2d', '--keep=3d'], '3d'),
     (['forget', '--', '--keep=1d'], None),
-    (['--ke=1d'], None),            # ambiguous with --key-details, --keyid
-    (['--keepx=1d'], None),
     ([], None),
     (['--keep='], ''),
 ])
-def test_command_line_value(argv, value):
-    names = {'keep', 'keyid', 'key-details', 'repository'}
-    assert forget_plugin.command_line_value(argv, 'keep', names) == value
+def test_keep_from_the_command_line(argv, value):
+    """Options, prefixes and `--` as optparse has them: only a --keep the
+    command line really gives counts as given there."""
+    got, given = parsed_keep(argv)
+    assert given == (value is not None)
+    assert got == (value if value is not None else '')
+
+
+@pytest.mark.parametrize('argv', [['--ke=1d'], ['--keepx=1d']])
+def test_a_word_that_is_not_keep_is_not_taken_for_it(argv, capsys):
+    """--ke is ambiguous (--key-details, --keyid), --keepx unknown: a usage
+    error, never a --keep."""
+    with pytest.raises(SystemExit) as e:
+        parsed_keep(argv)
+    assert e.value.code == 2
+    assert 'obnam: error: ' in capsys.readouterr().err
+
+
+def test_keep_from_a_file_is_not_from_the_command_line(tmp_path):
+    conf = tmp_path / 'c.conf'
+    conf.write_text('[config]\nkeep = 4d\n')
+    assert parsed_keep([], str(conf)) == ('4d', False)
+    assert parsed_keep(['--keep', '5d'], str(conf)) == ('5d', True)
 
 
 # --- freeing space ---------------------------------------------------------
