@@ -98,6 +98,14 @@ def test_policy_from_config_file(repo_path, tmp_path):
     assert genids(repo_path) == ['29']
 
 
+def test_empty_policy_from_config_file_is_no_policy(repo_path, tmp_path):
+    before = snapshot(repo_path)
+    result = utc(repo_path, 'forget', config='[config]\nkeep =\n',
+                 tmp_path=tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, b'', b'')
+    assert snapshot(repo_path) == before
+
+
 KEEPS_NOTHING = (
     'ERROR: RA5AACX: Forget policy {} keeps no generations, refusing to '
     'remove them all: give a count above zero, or name the generations to '
