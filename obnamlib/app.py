@@ -47,7 +47,7 @@ class ObnamApp(application.Application):
             'upload-queue-size', 'lru-size', 'idpath-depth', 'idpath-bits',
             'idpath-skip', 'trace', 'crash-limit', 'checksum-algorithm',
             'dir-cache-size', 'dir-bag-size', 'chunk-cache-size',
-            'chunk-bag-size', 'dump-memory-profile', 'memory-dump-interval')
+            'chunk-bag-size')
 
     def accept_unimplemented(self, *names):
         """These settings are accepted but do nothing yet: say so in the

@@ -209,6 +209,8 @@ class Application:
         finally:
             if self.ui is not None:
                 self._close_ui()
+        if self._logging_ready:
+            self.memory_profiler.dump('at the end of the run')
         if self.exit_code == 0 and self._logging_ready:
             logging.info('%s version %s ends normally', self.progname,
                          self.version)
@@ -274,10 +276,6 @@ class Application:
             logging.debug('environment: %s=%s', name, os.environ[name])
         logging.debug('Config:\n%s', self.settings.config_text())
         logging.debug('Python version: %s', sys.version)
-
-    def dump_memory_profile(self, what):
-        """Log a memory profile (dump-memory-profile setting)."""
-        self.memory_profiler.dump(what)
 
     # --- how a run ends -----------------------------------------------------
 

@@ -765,3 +765,19 @@ def test_gzip_compression_name_is_deprecated(home):
         (0, b'6\n', b'')
     assert run(['--compress-with=deflate', 'list-formats'], home) == \
         (0, b'6\n', b'')
+
+
+@pytest.mark.parametrize('method, logged', [('simple', True), ('none', False)])
+def test_memory_profile_is_logged_at_the_end_of_a_run(tmp_path, method,
+                                                      logged):
+    """dump-memory-profile: the run's times and resident memory go to the
+    log (at DEBUG) when it ends, unless the method is none."""
+    log = tmp_path / 'obnam.log'
+    code, out, err = run(['--log', str(log), '--log-level', 'debug',
+                          '--dump-memory-profile', method, 'list-formats'],
+                         tmp_path)
+    assert (code, out, err) == (0, b'6\n', b'')
+    text = log.read_text()
+    assert ('dumping memory profiling data: at the end of the run' in
+            text) == logged
+    assert bool(re.search(r'DEBUG VmRSS: \d+ KiB\n', text)) == logged
