@@ -121,7 +121,8 @@ def test_missing_obnamlib_is_named_in_one_line(tmp_path):
     lone.parent.mkdir(parents=True)
     shutil.copy(OBNAM, lone)
     prefix = str(tmp_path / 'lone')
-    assert run([sys.executable, str(lone), '--version'], tmp_path) == (
+    # -S: no site-packages, where a pip install (the venv of ./check) has one.
+    assert run([sys.executable, '-S', str(lone), '--version'], tmp_path) == (
         1, b'',
         b'obnam: cannot find the obnamlib package: not in %s or '
         b'%s/share/obnam, nor on the module path\n'
