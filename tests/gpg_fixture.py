@@ -18,7 +18,7 @@ import tempfile
 
 import pytest
 
-REFERENCE_DIR = '/work/shared/reference/obnam-1.x'
+from tests.reference_data import OBNAM_1X as REFERENCE_DIR
 REFERENCE_KEY = '3B1802F81B321347'
 REFERENCE_SECOND_KEY = 'DF3D13AA11E69900'
 
