@@ -44,23 +44,20 @@ class BackupErrors(obnamlib.errors.ObnamError):
 class RepositoryWriteError(obnamlib.errors.ObnamError):
     """Writing to the repository failed (e.g. ENOSPC): the run stops;
     what was committed before (generations, checkpoints) stays valid."""
-    code = obnamlib.errors.legacy_code(
-        'RepositoryWriteError', 'obnamlib.backup_engine')
+    code = 'R5EE7DX'
     msg = ('Backup stopped: cannot write to the repository: {filename}: '
            '{errno}: {strerror}')
 
 
 class FileChangedDuringBackup(obnamlib.errors.ObnamError):
     """The file's size or mtime moved while we read it (new here)."""
-    code = obnamlib.errors.legacy_code(
-        'FileChangedDuringBackup', 'obnamlib.backup_engine')
+    code = 'R0A128X'
     msg = '{filename}: file changed while it was being backed up'
 
 
 class PretendNeedsGeneration(obnamlib.errors.ObnamError):
     """--pretend compares with the newest generation, so one must exist."""
-    code = obnamlib.errors.legacy_code(
-        'PretendNeedsGeneration', 'obnamlib.backup_engine')
+    code = 'R3D10AX'
     msg = ('--pretend needs an existing repository with a generation of '
            'client {client_name}')
 

@@ -8,7 +8,7 @@ from obnamlib import errors
 
 
 class PretendTimeSyntaxError(errors.ObnamError):
-    code = errors.legacy_code('PretendTimeSyntaxError', 'obnamlib.clock')
+    code = 'R1D239X'
     msg = ('--pretend-time={value} is not a time of the form '
            'YYYY-MM-DD HH:MM:SS')
 

@@ -1,20 +1,12 @@
 """Errors with stable identifiers.
 
 Every error a person may see is a class here (or in the module that owns the
-concept) with an explicit `code` (the `RxxxxxX` identifiers Obnam 1.x printed;
-they were derived from MD5(class name + module name), and we pin them so that
-moving a class never changes what users grep for) and a message template with
-named fields.  The command line prints `ERROR: CODE: message`; the traceback
+concept) with an explicit `code` and a message template with named fields.
+Codes are the `RxxxxxX` identifiers Obnam 1.x printed (it derived them from
+MD5(class name + module name)); each is written here as a literal, so that
+moving a class never changes it and grep finds it.  The command line prints `ERROR: CODE: message`; the traceback
 goes to the log.
 """
-
-import hashlib
-
-
-def legacy_code(class_name, module_name):
-    """The identifier Obnam 1.x computed for a class: used to pin new codes."""
-    digest = hashlib.md5((class_name + module_name).encode()).hexdigest()
-    return 'R%sX' % digest[:5].upper()
 
 
 class ObnamError(Exception):
@@ -200,7 +192,7 @@ class RepositoryChunkIndexesLockingFailed(ObnamError):
 
 class RepositoryCorrupt(ObnamError):
     """A file in the repository cannot be decoded (new in this implementation)."""
-    code = legacy_code('RepositoryCorrupt', 'obnamlib.errors')
+    code = 'RB0D42X'
     msg = 'Repository is damaged: {what}: {reason}'
 
 

@@ -24,7 +24,7 @@ class EncryptedFileWithoutKey(errors.ObnamError):
 
 
 class CorruptCompressedData(errors.ObnamError):
-    code = errors.legacy_code('CorruptCompressedData', 'obnamlib.filters')
+    code = 'R70655X'
     msg = '{filename}: compressed data is damaged: {reason}'
 
 

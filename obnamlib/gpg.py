@@ -33,7 +33,7 @@ class GpgMissing(errors.ObnamError):
 
 
 class UnreadableKeyFile(errors.ObnamError):
-    code = errors.legacy_code('UnreadableKeyFile', 'obnamlib.gpg')
+    code = 'R88F9FX'
     msg = ('gpg encrypted a toplevel key as {found}, which GnuPG 2.2 and '
            'Obnam 1.x cannot read, and obnam cannot write it itself '
            '({reason}); nothing was written.  Remove AEAD from the key\'s '

@@ -675,7 +675,7 @@ _ECDH_CURVES = {
 
 
 class UnsupportedRecipient(errors.ObnamError):
-    code = errors.legacy_code('UnsupportedRecipient', 'obnamlib.openpgp')
+    code = 'R5761CX'
     msg = 'Cannot encrypt to OpenPGP key {keyid}: {reason}'
 
 

@@ -18,8 +18,7 @@ from obnamlib import errors
 
 
 class ExcludePatternError(errors.ObnamError):
-    code = errors.legacy_code('ExcludePatternError',
-                              'obnamlib.pathname_excluder')
+    code = 'R331AEX'
     msg = 'Bad {kind} pattern {pattern!r}: {reason}'
 
 

@@ -35,7 +35,7 @@ def toplevel_of(path):
 
 
 class Format5IsReadOnly(errors.ObnamError):
-    code = errors.legacy_code('Format5IsReadOnly', 'obnamlib.repo_fs')
+    code = 'RC71AAX'
     msg = 'Repository format 5 can be read but not written'
 
 

@@ -54,8 +54,7 @@ class RestoreErrors(obnamlib.errors.ObnamError):
 
 class RestoredDataDamaged(obnamlib.errors.ObnamError):
     """The fetched content of a file is not what was backed up."""
-    code = obnamlib.errors.legacy_code('RestoredDataDamaged',
-                                       'obnamlib.restorer')
+    code = 'R2F75CX'
     msg = ('Backed-up data does not match its checksum ({actual} vs '
            '{recorded}); the file was not restored')
 

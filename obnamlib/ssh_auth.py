@@ -26,7 +26,7 @@ import threading
 
 import paramiko
 
-from obnamlib.errors import ObnamError, legacy_code
+from obnamlib.errors import ObnamError
 
 
 CONNECT_TIMEOUT = 30
@@ -68,7 +68,7 @@ class KeyAuthenticationError(ObnamError):
 
 class SshConnectError(ObnamError):
     """The server could not be reached or the ssh client failed."""
-    code = legacy_code('SshConnectError', 'obnamlib.ssh_auth')
+    code = 'RC4E32X'
     msg = 'Cannot connect to SSH server {hostname}: {reason}'
 
 

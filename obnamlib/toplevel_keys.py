@@ -32,26 +32,25 @@ MANY_TOPLEVELS = 8
 
 
 class EncryptionKeyRequired(errors.ObnamError):
-    code = errors.legacy_code('EncryptionKeyRequired', 'obnamlib.toplevel_keys')
+    code = 'R2687BX'
     msg = ('Repository is encrypted: writing to it needs --encrypt-with '
            '(toplevel {toplevel})')
 
 
 class RepositoryNotEncrypted(errors.ObnamError):
-    code = errors.legacy_code('RepositoryNotEncrypted',
-                              'obnamlib.toplevel_keys')
+    code = 'R4E074X'
     msg = ('--encrypt-with={keyid} given, but the repository is not '
            'encrypted; encryption cannot be turned on for an existing '
            'repository')
 
 
 class ToplevelNotEncrypted(errors.ObnamError):
-    code = errors.legacy_code('ToplevelNotEncrypted', 'obnamlib.toplevel_keys')
+    code = 'R5C0B3X'
     msg = 'Toplevel {toplevel} is not encrypted'
 
 
 class BadSymmetricKey(errors.ObnamError):
-    code = errors.legacy_code('BadSymmetricKey', 'obnamlib.toplevel_keys')
+    code = 'R507C2X'
     msg = ('Toplevel {toplevel}: its key file does not hold a symmetric key '
            'as Obnam writes one (hex text); refusing to use it')
 
@@ -88,7 +87,7 @@ def _no_key():
 
 
 class BadSymmetricKeyBits(errors.ObnamError):
-    code = errors.legacy_code('BadSymmetricKeyBits', 'obnamlib.toplevel_keys')
+    code = 'R4A7CCX'
     msg = ('--symmetric-key-bits={bits} is not a positive whole number of '
            'bits')
 

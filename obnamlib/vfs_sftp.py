@@ -60,7 +60,7 @@ from paramiko import sftp as proto
 from paramiko.sftp_attr import SFTPAttributes
 
 from obnamlib.errors import (LockFail, ObnamError, ObnamIOError,
-                             ObnamSystemError, legacy_code)
+                             ObnamSystemError)
 from obnamlib import ssh_auth
 from obnamlib.vfs import VirtualFileSystem
 
@@ -115,7 +115,7 @@ class HardlinkError(ObnamError):
 
 class SftpConnectionLost(ObnamError):
     """Every later call fails too: callers must not treat it per file."""
-    code = legacy_code('SftpConnectionLost', 'obnamlib.vfs_sftp')
+    code = 'R305A1X'
     msg = 'Lost the SSH connection to {hostname}: {reason}'
     fatal = True
 

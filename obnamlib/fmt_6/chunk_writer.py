@@ -28,8 +28,7 @@ class ChunkFileTaken(errors.ObnamError):
     """Another process created the chunk file we were writing, between our
     directory listing and our exclusive create (chance about 2**-50 per
     pair of concurrent runs).  Nothing uncommitted is kept."""
-    code = errors.legacy_code('ChunkFileTaken',
-                              'obnamlib.fmt_6.chunk_writer')
+    code = 'RC7F48X'
     msg = ('Chunk file {filename} was created by another program at the '
            'same time; the backup stopped without committing the files it '
            'was storing: run it again')

@@ -158,7 +158,7 @@ def open_live_fs(roots, settings):
 
 class MixedRootsError(obnamlib.errors.ObnamError):
     """All roots of one run must be on the same machine (new here)."""
-    code = obnamlib.errors.legacy_code('MixedRootsError', 'backup_plugin')
+    code = 'R280D8X'
     msg = ('Backup roots must all be on one machine: {root} is not where '
            '{first} is')
 

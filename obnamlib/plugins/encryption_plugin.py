@@ -13,8 +13,7 @@ NOT_TOPLEVELS = ('metadata',)
 
 
 class KeyIdRequired(errors.ObnamError):
-    code = errors.legacy_code('KeyIdRequired',
-                              'obnamlib.plugins.encryption_plugin')
+    code = 'R32D76X'
     msg = '{command} needs --keyid=KEYID'
 
 

@@ -61,7 +61,7 @@ class FsckPlugin(plugin.ObnamPlugin):
 
 class FsckFoundProblems(errors.ObnamError):
     """fsck reports every problem as it goes; this sets the exit code."""
-    code = errors.legacy_code('FsckFoundProblems', 'fsck_plugin')
+    code = 'R1E173X'
     msg = 'fsck found {count} problem(s) that remain'
 
 

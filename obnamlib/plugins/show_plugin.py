@@ -26,7 +26,7 @@ class WrongNumberOfGenerationsForDiffError(errors.ObnamError):
 
 
 class AgeSyntaxError(errors.ObnamError):
-    code = errors.legacy_code('AgeSyntaxError', 'show_plugin')
+    code = 'RF5FB1X'
     msg = ('{name}={value} is not an age: give a number with an optional '
            'unit s, m, h, d or w (default h)')
 

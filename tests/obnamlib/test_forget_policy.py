@@ -115,7 +115,7 @@ def test_empty_policy_is_an_error(text):
 
 
 def test_new_codes_do_not_collide_with_obnam_codes():
-    from obnamlib.errors import legacy_code
+    from tests.legacy_codes import legacy_code
     for cls in (fp.ForgetPolicyNotARuleError,
                 fp.ForgetPolicyUnknownPeriodError,
                 fp.EmptyForgetPolicyError, fp.ForgetPolicyKeepsNothingRefused):

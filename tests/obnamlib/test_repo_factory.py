@@ -178,7 +178,8 @@ def test_non_empty_directory_without_create_is_still_not_a_repository(
 
 
 def test_refusal_code_is_new_and_pinned():
-    assert repo_factory.RefusingNonEmptyDirectory.code == errors.legacy_code(
+    from tests.legacy_codes import legacy_code
+    assert repo_factory.RefusingNonEmptyDirectory.code == legacy_code(
         'RefusingNonEmptyDirectory', 'obnamlib.repo_factory')
 
 
