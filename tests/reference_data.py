@@ -2,7 +2,7 @@
 tarballs, and undoing the filters of Obnam 1.x's repositories with real
 gpg (a throwaway GNUPGHOME holding the test keys), so tests can look at
 the plain files.  The tag chain (format-6.md §3.3) is stripped here, in
-test code, independently of obnamlib.repo_fs."""
+test code, independently of obnamlib.repo.storage.repo_fs."""
 
 import os
 import shutil

@@ -88,12 +88,14 @@ def test_installed_script_finds_the_private_directory(tmp_path):
     private = prefix / 'share' / 'obnam' / 'obnamlib'
     private.mkdir(parents=True)
     (private / '__init__.py').write_text('')
-    (private / 'app.py').write_text(
+    (private / 'cli').mkdir()
+    (private / 'cli' / '__init__.py').write_text('')
+    (private / 'cli' / 'app.py').write_text(
         'def main():\n    print("private obnamlib at", __file__)\n')
     code, out, err = run([sys.executable, str(prefix / 'bin' / 'obnam')],
                          tmp_path)
     assert (code, out, err) == (
-        0, b'private obnamlib at %s\n' % str(private / 'app.py').encode(),
+        0, b'private obnamlib at %s\n' % str(private / 'cli' / 'app.py').encode(),
         b'')
 
 

@@ -89,10 +89,9 @@ def prints(paths):
 
 
 LARCH = python_files('obnamlib', 'larch')
-FMT_6 = python_files('obnamlib', 'fmt_6')
-PLUGINS = python_files('obnamlib', 'plugins')
-COMMAND_LAYER = {os.path.join(CHECKOUT, 'obnamlib', name) for name in
-                 ('app.py', 'plugin.py', 'ui.py')}
+FMT_6 = python_files('obnamlib', 'repo', 'fmt_6')
+PLUGINS = python_files('obnamlib', 'cli', 'plugins')
+COMMAND_LAYER = set(python_files('obnamlib', 'cli'))
 BELOW_COMMANDS = [p for p in python_files('obnamlib')
                   if p not in COMMAND_LAYER and p not in PLUGINS]
 
@@ -111,18 +110,18 @@ def test_larch_imports_nothing_from_obnamlib():
 @pytest.mark.parametrize('tree', ['larch', 'fmt_6'])
 def test_storage_layers_never_talk_to_people(tree):
     paths = LARCH if tree == 'larch' else FMT_6
-    assert violations(paths, ['ttystatus', 'obnamlib.plugins',
-                              'obnamlib.app', 'obnamlib.ui']) == []
+    assert violations(paths, ['ttystatus', 'obnamlib.cli.plugins',
+                              'obnamlib.cli.app', 'obnamlib.cli.ui']) == []
     assert prints(paths) == []
 
 
 def test_plugins_use_the_repository_api_only():
-    assert violations(PLUGINS, ['obnamlib.larch', 'obnamlib.fmt_6']) == []
+    assert violations(PLUGINS, ['obnamlib.larch', 'obnamlib.repo.fmt_6']) == []
 
 
 def test_nothing_below_the_commands_imports_them():
-    assert violations(BELOW_COMMANDS, ['obnamlib.app', 'obnamlib.plugins',
-                                       'obnamlib.plugin']) == []
+    assert violations(BELOW_COMMANDS, ['obnamlib.cli.app', 'obnamlib.cli.plugins',
+                                       'obnamlib.cli.plugin']) == []
 
 
 def test_nothing_in_obnamlib_imports_cliapp():

@@ -7,15 +7,15 @@ import obnamlib.errors
 
 def live_fs():
     """The live file system as backup and verify see it."""
-    import obnamlib.vfs_local
-    return obnamlib.vfs_local.LocalFS('/')
+    import obnamlib.vfs.local
+    return obnamlib.vfs.local.LocalFS('/')
 
 
 def open_repository(path, **settings):
     """(Repository, its storage with bytes_written/bytes_read) for a local
     directory, created if missing (as backup does)."""
-    import obnamlib.repo_factory
-    repo = obnamlib.repo_factory.open_repository(
+    import obnamlib.repo.factory
+    repo = obnamlib.repo.factory.open_repository(
         url=str(path), create=True, lock_timeout=0, **settings)
     return repo, repo.fs
 

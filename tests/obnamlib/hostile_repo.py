@@ -10,15 +10,15 @@ import os
 import struct
 import sys
 
-import obnamlib.filters
-import obnamlib.repo_factory
-from obnamlib.fmt_6 import keys
+import obnamlib.repo.storage.filters
+import obnamlib.repo.factory
+from obnamlib.repo.fmt_6 import keys
 from obnamlib.larch import codec
 from obnamlib.larch.idpath import node_path
 
 
 def _latest(repo_path, client):
-    repo = obnamlib.repo_factory.open_repository(url=str(repo_path),
+    repo = obnamlib.repo.factory.open_repository(url=str(repo_path),
                                                  lock_timeout=0)
     repo.lock_client(client)
     gen = repo.get_generation_ids(client)[-1]
@@ -95,7 +95,7 @@ def index_nodes(forest_dir):
     found = []
     for path in node_files(forest_dir):
         with open(path, 'rb') as f:
-            data = obnamlib.filters.unwrap(f.read())
+            data = obnamlib.repo.storage.filters.unwrap(f.read())
         if codec.peek_kind(data) != 'index':
             continue
         node_id, count = struct.unpack_from('!QI', data, 4)
@@ -109,7 +109,7 @@ def index_nodes(forest_dir):
 def rewrite(forest_dir, node):
     """Store node (changed in memory) over its own file."""
     with open(os.path.join(forest_dir, node_path(node.id)), 'wb') as f:
-        f.write(obnamlib.filters.wrap(codec.encode(node)))
+        f.write(obnamlib.repo.storage.filters.wrap(codec.encode(node)))
 
 
 def point_at_itself(forest_dir):

@@ -12,8 +12,8 @@ import stat
 import pytest
 
 from obnamlib import errors
-from obnamlib import repo_interface as ri
-from obnamlib.metadata import Metadata
+from obnamlib.repo import interface as ri
+from obnamlib.repo.metadata import Metadata
 
 CLIENT = 'havelock'
 

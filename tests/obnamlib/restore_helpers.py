@@ -6,17 +6,17 @@ import hashlib
 import os
 import stat
 
-import obnamlib.live_metadata
-import obnamlib.repo_factory
-import obnamlib.restorer
-import obnamlib.vfs_local
+import obnamlib.engine.live_metadata
+import obnamlib.repo.factory
+import obnamlib.engine.restorer
+import obnamlib.vfs.local
 
 CLIENT = 'client'
 
 
 def new_repository(path, client=CLIENT):
     """A new local repository at path with one client."""
-    repo = obnamlib.repo_factory.open_repository(
+    repo = obnamlib.repo.factory.open_repository(
         url=str(path), create=True, lock_timeout=0)
     repo.lock_client_list()
     repo.add_client(client)
@@ -27,8 +27,8 @@ def new_repository(path, client=CLIENT):
 def store_tree(repo, root, chunk_size=4096, zero_chunk=None):
     """One new generation holding root (absolute str) and its ancestors;
     returns the generation id."""
-    fs = obnamlib.vfs_local.LocalFS('/')
-    reader = obnamlib.live_metadata.MetadataReader(fs)
+    fs = obnamlib.vfs.local.LocalFS('/')
+    reader = obnamlib.engine.live_metadata.MetadataReader(fs)
     repo.lock_client(CLIENT)
     repo.lock_chunk_indexes()
     gen = repo.create_generation(CLIENT)
@@ -70,24 +70,24 @@ def back_up(repo_path, live, chunk_size=4096, **settings):
     """One generation of live (a directory) made by the real backup engine,
     as client CLIENT; returns (repository, generation id).  settings:
     repository settings such as compress_with='deflate'."""
-    import obnamlib.backup_engine
-    import obnamlib.backup_progress
-    import obnamlib.vfs_local
-    repo = obnamlib.repo_factory.open_repository(
+    import obnamlib.engine.backup_engine
+    import obnamlib.cli.backup_progress
+    import obnamlib.vfs.local
+    repo = obnamlib.repo.factory.open_repository(
         url=str(repo_path), create=True, lock_timeout=0, **settings)
-    obnamlib.backup_engine.BackupEngine(
-        repo, obnamlib.vfs_local.LocalFS('/'),
-        obnamlib.backup_engine.BackupOptions(CLIENT, chunk_size=chunk_size),
-        obnamlib.backup_progress.BackupProgress(), repo_io=repo.fs,
+    obnamlib.engine.backup_engine.BackupEngine(
+        repo, obnamlib.vfs.local.LocalFS('/'),
+        obnamlib.engine.backup_engine.BackupOptions(CLIENT, chunk_size=chunk_size),
+        obnamlib.cli.backup_progress.BackupProgress(), repo_io=repo.fs,
     ).run([os.fsencode(str(live))])
-    repo = obnamlib.repo_factory.open_repository(url=str(repo_path),
+    repo = obnamlib.repo.factory.open_repository(url=str(repo_path),
                                                  **settings)
     return repo, repo.get_generation_ids(CLIENT)[-1]
 
 
 def chunk_file(repo_path, chunk_id):
     """Where a chunk is stored (format 6 default idpath)."""
-    from obnamlib.fmt_6.chunk_store import idpath
+    from obnamlib.repo.fmt_6.chunk_store import idpath
     return os.path.join(str(repo_path), idpath(chunk_id))
 
 
@@ -125,8 +125,8 @@ def flip_bit(filename, offset):
 def garble_metadata(repo_path, path):
     """Replace the stored metadata of path (str) in the latest generation
     with a value that cannot be decoded; other files stay intact."""
-    from obnamlib.fmt_6 import keys
-    repo = obnamlib.repo_factory.open_repository(url=str(repo_path),
+    from obnamlib.repo.fmt_6 import keys
+    repo = obnamlib.repo.factory.open_repository(url=str(repo_path),
                                                  lock_timeout=0)
     repo.lock_client(CLIENT)
     gen = repo.get_generation_ids(CLIENT)[-1]
@@ -136,7 +136,7 @@ def garble_metadata(repo_path, path):
     repo.commit_client(CLIENT)
 
 
-class Collect(obnamlib.restorer.RestoreReporter):
+class Collect(obnamlib.engine.restorer.RestoreReporter):
     """A restore reporter that keeps what it is told, for assertions."""
 
     def __init__(self):
@@ -158,13 +158,13 @@ class Collect(obnamlib.restorer.RestoreReporter):
 def restore_latest(repo_dir, client, target, **settings):
     """Restore `client`'s newest generation of the repository at repo_dir
     below target; every per-file error fails the test."""
-    repo = obnamlib.repo_factory.open_repository(url=str(repo_dir),
+    repo = obnamlib.repo.factory.open_repository(url=str(repo_dir),
                                                  **settings)
     try:
         gen = repo.get_generation_ids(client)[-1]
         reporter = Collect()
-        obnamlib.restorer.Restorer(
-            repo, gen, obnamlib.vfs_local.LocalFS('/'),
+        obnamlib.engine.restorer.Restorer(
+            repo, gen, obnamlib.vfs.local.LocalFS('/'),
             os.fsencode(str(target)), reporter=reporter).restore()
         assert reporter.errors == []
     finally:

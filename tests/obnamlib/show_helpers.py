@@ -4,9 +4,9 @@ the show, diff and forget tests (no backup engine needed)."""
 import hashlib
 import stat
 
-from obnamlib import repo_factory
-from obnamlib import repo_interface as ri
-from obnamlib.metadata import Metadata
+from obnamlib.repo import factory as repo_factory
+from obnamlib.repo import interface as ri
+from obnamlib.repo.metadata import Metadata
 
 CLIENT = 'havelock'
 

@@ -1,0 +1,200 @@
+"""What a backup run counts, and how the counts are shown.
+
+The engine updates a BackupProgress; the command renders it: the live
+progress display (cli.md §6.10), the four-line summary (§6.9) and the log
+statistics block (§13.2).  Nothing here prints; callbacks do.
+"""
+
+import logging
+import time
+
+import obnamlib.cli.humanise
+
+
+class BackupProgress:
+    """Counters of one backup run, plus hooks for the command.
+
+    `on_error(text)` receives each per-file error line (for stderr);
+    `on_change(progress)` is called after counters change (the display
+    throttles itself).  Both are optional.
+    """
+
+    def __init__(self, on_error=None, on_change=None, clock=time.time):
+        self.on_error = on_error
+        self.on_change = on_change
+        self.clock = clock
+        self.started = clock()
+        self.ended = None
+        self.file_count = 0          # objects found (F)
+        self.backed_up_count = 0     # objects stored this run (B)
+        self.scanned_bytes = 0       # bytes of file data found (S)
+        self.uploaded_bytes = 0      # new chunk data uploaded (U)
+        self.written_bytes = 0       # everything written to the repo (W)
+        self.read_bytes = 0          # everything read from the repo (R)
+        self.errors = []             # (path, ObnamError)
+        self.current = b''
+        self.phase = ''
+
+    # --- what the engine reports --------------------------------------
+
+    def found(self, path, size):
+        self.file_count += 1
+        self.scanned_bytes += size
+        self.current = path
+        self._changed()
+
+    def backed_up(self, path):
+        self.backed_up_count += 1
+        logging.info('Backing up %s', _show(path))
+
+    def uploaded(self, nbytes):
+        self.uploaded_bytes += nbytes
+        self._changed()
+
+    def set_io(self, written, read):
+        self.written_bytes = written
+        self.read_bytes = read
+
+    def what(self, phase):
+        self.phase = phase
+        self._changed()
+
+    def error(self, path, error, scanning=False):
+        """A per-file error: remembered, logged and shown (stderr)."""
+        self.errors.append((path, error))
+        if scanning:
+            text = 'ERROR: Cannot back up %s: %s' % (
+                _show(path), _first_line(error))
+        else:
+            text = "ERROR: Can't back up %s: %s" % (
+                _show(path), _first_line(error))
+        logging.error('%s', text)
+        if self.on_error:
+            self.on_error(text)
+
+    def general_error(self, error):
+        """An error not tied to one file (a bad exclude pattern)."""
+        self.errors.append((None, error))
+        text = 'ERROR: %s' % _first_line(error)
+        logging.error('%s', text)
+        if self.on_error:
+            self.on_error(text)
+
+    def finish(self):
+        self.ended = self.clock()
+
+    def _changed(self):
+        if self.on_change is not None:
+            self.on_change(self)
+
+    # --- derived values ------------------------------------------------
+
+    @property
+    def duration(self):
+        return (self.ended if self.ended is not None else self.clock()) - \
+            self.started
+
+    @property
+    def overhead(self):
+        return max(0, self.read_bytes +
+                   (self.written_bytes - self.uploaded_bytes))
+
+    def summary_lines(self):
+        """The four-line end-of-backup summary (§6.9)."""
+        duration = self.duration
+        written = self.written_bytes
+        percent = 100.0 * self.overhead / written if written else 0.0
+        speed = self.uploaded_bytes / duration if duration > 0 else 0
+        return [
+            'Backed up %d files (of %d found), containing %s.' % (
+                self.backed_up_count, self.file_count,
+                format_size(self.scanned_bytes)),
+            'Uploaded %s file data in %s at %s average speed.' % (
+                format_size(self.uploaded_bytes), format_duration(duration),
+                format_speed(speed)),
+            'Total download amount %s.' % format_size(self.read_bytes),
+            'Total upload amount %s. Overhead was %s (%.1f %%).' % (
+                format_size(written), format_size(self.overhead), percent),
+        ]
+
+    def statistics_lines(self):
+        """The log statistics block (§13.2), one log line each."""
+        duration = self.duration
+        speed = self.uploaded_bytes / duration if duration > 0 else 0
+        return [
+            'Backup performance statistics:',
+            '* files found: %d' % self.file_count,
+            '* files backed up: %d' % self.backed_up_count,
+            '* uploaded chunk data: %d bytes (%s)' % (
+                self.uploaded_bytes, format_size(self.uploaded_bytes)),
+            '* total uploaded data (incl. metadata): %d bytes (%s)' % (
+                self.written_bytes, format_size(self.written_bytes)),
+            '* total downloaded data (incl. metadata): %d bytes (%s)' % (
+                self.read_bytes, format_size(self.read_bytes)),
+            '* transfer overhead: %d bytes (%s)' % (
+                self.overhead, format_size(self.overhead)),
+            '* duration: %s s (%s)' % (duration, format_duration(duration)),
+            '* average speed: %s' % format_speed(speed),
+        ]
+
+    def log_statistics(self):
+        for line in self.statistics_lines():
+            logging.info('%s', line)
+
+    def progress_lines(self):
+        """Two lines for the terminal display (§6.10, plus the speed)."""
+        duration = self.duration
+        first = '%s Backing up: found %d files, %s; uploaded: %s (%s)' % (
+            format_elapsed(duration), self.file_count,
+            format_progress_size(self.scanned_bytes),
+            format_progress_size(self.uploaded_bytes),
+            obnamlib.cli.humanise.speed(self.uploaded_bytes, duration))
+        second = self.phase or _show(self.current)
+        return [first, second]
+
+
+# --- formats (§6.9, §6.10) ---------------------------------------------
+
+_UNITS = (('TiB', 1 << 40), ('GiB', 1 << 30), ('MiB', 1 << 20),
+          ('KiB', 1 << 10))
+
+
+def format_size(amount):
+    """Integer part in the largest unit <= amount, printed as '%.1f UNIT'."""
+    return obnamlib.cli.humanise.size(int(amount))
+
+
+def format_speed(bytes_per_second):
+    return obnamlib.cli.humanise.speed(bytes_per_second, 1)
+
+
+def format_duration(seconds):
+    """3723 -> '1h2m3s', 300 -> '5m', 0.3 -> '0s', 0 -> ''."""
+    return obnamlib.cli.humanise.duration(seconds)
+
+
+def format_elapsed(seconds):
+    seconds = int(seconds)
+    return '%02dh%02dm%02ds' % (seconds // 3600, seconds // 60 % 60,
+                                seconds % 60)
+
+
+def format_progress_size(amount):
+    for unit, size in _UNITS:
+        if amount >= size:
+            return '%.2f %s' % (amount / size, unit) if size > 1024 else \
+                '%.1f %s' % (amount / size, unit)
+    return '%d B' % amount
+
+
+def _first_line(error):
+    first_line = getattr(error, 'first_line', None)
+    if first_line is not None:
+        return first_line()
+    return str(error).splitlines()[0] if str(error) else repr(error)
+
+
+def _show(path):
+    if isinstance(path, bytes):
+        return path.decode('utf-8', 'backslashreplace')
+    return path

@@ -1,0 +1,86 @@
+"""forget: remove generations by id or by policy (§5.10, §11).
+
+Generation arguments take precedence over --keep; with neither, nothing
+happens and the repository is not even opened.  The policy is parsed (and
+refused if bad) before the repository is touched.  A policy that keeps
+nothing (`0d`, `0h,0d`) would remove every generation: it is refused,
+from the command line or a configuration file (name the generations to
+remove them all).  An empty --keep on the command line is an error, an
+empty one from a configuration file means no policy.
+
+--pretend prints the decision table (oldest first: id, end time, `keep`
+with the rules that keep it, or `forget`) and changes nothing; it takes
+no locks, so the repository stays byte-identical.  Otherwise everything is
+locked for the whole run and the table is printed with --verbose or when
+stdout is a terminal.  With --pretend-time the policy is applied as of
+that moment (later generations are kept and not counted).
+"""
+
+from obnamlib.cli import clock, plugin
+from obnamlib.engine import forget_policy, forgetter
+
+
+class ForgetPlugin(plugin.ObnamPlugin):
+
+    def enable(self):
+        self.app.settings.string(['keep'], 'policy for what generations to '
+                                 'keep when forgetting', metavar='POLICY')
+        self.app.add_subcommand('forget', self.forget,
+                                arg_synopsis='[GENERATION]...')
+
+    def policy(self):
+        """The parsed --keep policy, or None when there is none (an empty
+        --keep on the command line is an error); a policy that keeps
+        nothing is refused."""
+        text = self.app.settings['keep']
+        if not text and not self.app.settings.from_command_line('keep'):
+            return None
+        policy = forget_policy.parse(text)
+        forget_policy.refuse_keeping_nothing(policy)
+        return policy
+
+    def forget(self, args):
+        """Forget (remove) specified backup generations"""
+        settings = self.app.settings
+        policy = None if args else self.policy()
+        if not args and policy is None:
+            return
+        as_of = clock.now(settings) if settings['pretend-time'] else None
+        client = settings['client-name']
+        pretend = settings['pretend']
+        with self.app.open_repository(
+                lock='none' if pretend else 'everything') as repo:
+            if args:
+                decisions, doomed = forgetter.decide_by_specs(
+                    repo, client, args)
+            else:
+                decisions = forgetter.decide_by_policy(
+                    repo, client, policy, as_of=as_of)
+                doomed = [d.gen_id for d in decisions if not d.keep]
+            if pretend:
+                self.show(decisions)
+                return
+            forgetter.remove_generations(repo, client, doomed,
+                                         progress=self.progress())
+        if settings['verbose'] or self.on_terminal():
+            self.show(decisions)
+
+    def show(self, decisions):
+        for decision in decisions:
+            self.app.ui.output.write(decision.line() + '\n')
+
+    def on_terminal(self):
+        if self.app.settings['quiet']:
+            return False
+        try:
+            return self.app.ui.output.isatty()
+        except (AttributeError, ValueError):
+            return False
+
+    def progress(self):
+        display = self.app.ui.progress()
+
+        def report(done, total):
+            display.status('forgetting generations: %d/%d done'
+                           % (done, total))
+        return report

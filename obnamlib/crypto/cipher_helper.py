@@ -1,0 +1,185 @@
+"""The helper process of obnamlib.crypto.cipher_process, run as
+`python3 -I -c ... serve(root, requests_fd, replies_fd[, ring_fd])`:
+it seals and creates files, and reads and unwraps files ahead, for one
+repository root, in the order asked.  It imports as little as it needs: it boots
+while the parent works."""
+
+import collections
+import logging
+import mmap
+import os
+import signal
+import threading
+import traceback
+
+from obnamlib.repo.storage import filters
+from obnamlib.crypto import reply_ring
+from obnamlib.crypto.cipher_process import described_error, seal
+from obnamlib.crypto.frame_pipe import Channel
+
+# Bytes of requests the helper reads ahead of its work, at most (_Inbox).
+INBOX_BYTES = 8 << 20
+
+
+def serve(root, requests_fd, replies_fd, ring_fd=None):
+    """The child: requests in order until 'stop' or end of input.  Ctrl-C
+    is the parent's to handle (it stops us); anything unexpected goes to
+    the parent's log, not to the terminal.  ring_fd: the shared memory
+    for read replies (obnamlib.crypto.reply_ring), if the parent made one."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Log records have nowhere to go here: without a handler, Python would
+    # print warnings on the terminal, which is the parent's (it logs what
+    # it reads itself).
+    logging.getLogger().addHandler(logging.NullHandler())
+    requests = Channel(int(requests_fd))
+    replies = Channel(int(replies_fd))
+    try:
+        _serve(root, requests, replies, ring_fd)
+    except (BrokenPipeError, EOFError):
+        pass        # the parent stopped listening: nobody to tell
+    except Exception:
+        try:
+            replies.send(('crashed', traceback.format_exc()))
+        except OSError:
+            pass
+        os._exit(1)
+    os._exit(0)     # nothing is buffered: skip the interpreter's teardown
+
+
+def _serve(root, requests, replies, ring_fd):
+    from obnamlib.crypto import openpgp
+    from obnamlib.vfs import local as vfs_local
+    ring = None
+    if ring_fd is not None:
+        try:
+            ring = reply_ring.RingWriter(mmap.mmap(int(ring_fd), 0))
+        except (OSError, ValueError):
+            pass        # replies go through the pipe (the parent reads both)
+        finally:
+            os.close(int(ring_fd))
+    server = _Server(vfs_local.LocalFS(root), openpgp.SymmetricCipher(),
+                     replies, ring)
+    inbox = _Inbox(requests, ring=ring)
+    replies.send(('ready',))    # booted: the parent may leave work to us
+    while True:
+        request, parts = inbox.get()
+        if request[0] == 'stop':
+            return
+        if request[0] == 'create':
+            server.create(request[1], request[2], parts)
+        else:
+            getattr(server, request[0])(*request[1:])
+
+
+class _Inbox:
+    """The child's requests, read from the pipe by a thread of its own up
+    to INBOX_BYTES ahead of the work: the pipe holds only about one chunk,
+    so without this a run of big chunks to encrypt would stop the parent
+    whenever the child is a chunk behind.  The parent's releases of the
+    reply ring are handled here, as they come, not in order of work."""
+
+    def __init__(self, requests, limit=None, ring=None):
+        self.requests = requests
+        self.ring = ring
+        self.limit = INBOX_BYTES if limit is None else limit
+        self.items = collections.deque()
+        self.bytes = 0
+        self.ready = threading.Condition()
+        threading.Thread(target=self._fill, name='inbox', daemon=True).start()
+
+    def get(self):
+        """(request, parts) in the order they were sent; ('stop',) at the
+        end of input; a failure of the reading thread is raised here."""
+        with self.ready:
+            while not self.items:
+                self.ready.wait()
+            request, parts = self.items.popleft()
+            self.bytes -= _size(parts)
+            self.ready.notify_all()
+        if isinstance(request, BaseException):
+            raise request
+        return request, parts
+
+    def _fill(self):
+        while True:
+            try:
+                request = self.requests.recv()
+                if request[0] == 'release':
+                    self.ring.release(request[1])
+                    continue
+                parts = [self.requests.frame()
+                         for _ in range(request[3])] \
+                    if request[0] == 'create' else []
+            except EOFError:
+                request, parts = ('stop',), []
+            except BaseException as e:
+                request, parts = e, []
+            last = not isinstance(request, tuple) or request[0] == 'stop'
+            if last and self.ring is not None:
+                self.ring.stop()    # a reply waiting for room is unwanted
+            self._put(request, parts)
+            if last:
+                return
+
+    def _put(self, request, parts):
+        size = _size(parts)
+        with self.ready:
+            while self.bytes and self.bytes + size > self.limit:
+                self.ready.wait()
+            self.items.append((request, parts))
+            self.bytes += size
+            self.ready.notify_all()
+
+
+def _size(parts):
+    return sum(len(part) for part in parts)
+
+
+class _Server:
+
+    def __init__(self, fs, cipher, replies, ring=None):
+        self.fs = fs
+        self.cipher = cipher
+        self.replies = replies
+        self.ring = ring
+        self.passphrases = {}
+        self.failures = []
+
+    def key(self, key_id, passphrase):
+        self.passphrases[key_id] = passphrase
+
+    def create(self, path, key_id, parts):
+        try:
+            if key_id is None:
+                data = b''.join(parts)
+            else:
+                data = seal(self.cipher, parts, self.passphrases[key_id])
+            self.fs.create_file(path, data)
+        except Exception as e:
+            if not self.failures:
+                self.replies.send(('failed',))
+            self.failures.append((path, described_error(e)))
+
+    def sync(self):
+        self.replies.send(('synced', self.failures))
+        self.failures = []
+
+    def read(self, wanted):
+        for path, key_id in wanted:
+            self._read(path, self.passphrases[key_id])
+
+    def _read(self, path, passphrase):
+        try:
+            stored = self.fs.read_file(path)
+            data = filters.unwrap(
+                stored,
+                lambda data: self.cipher.decrypt_in_scratch(data, passphrase),
+                filename=path, copy=False)
+        except Exception:
+            self.replies.send(('read', path, None))
+            return
+        if self.ring is not None and self.ring.fits(len(data)):
+            where = self.ring.put(data)
+            self.replies.send(('read', path, len(stored)) + where)
+        else:
+            self.replies.send(('read', path, len(stored)), [data])

@@ -1,0 +1,147 @@
+"""Removing generations and what only they used (cli.md §5.10, §11).
+
+Which generations go is decided first, completely, before anything is
+removed: explicit generation specs (all resolved up front, so a bad one
+removes nothing) or a retention policy (obnamlib.engine.forget_policy).  Then,
+holding every lock of the repository, each generation is removed and
+committed on its own: first the client (the generation disappears, and
+with it the B-tree nodes only it referenced), then the chunk indexes,
+whose commit deletes the chunk files no client uses any more.  A forget
+killed at any moment therefore leaves every kept generation whole; at
+worst some chunks of a removed generation stay behind unused.
+"""
+
+from obnamlib import errors
+from obnamlib.engine import forget_policy
+from obnamlib.engine import listing
+from obnamlib.repo import interface as ri
+
+
+AFTER_PRETEND_TIME = 'after --pretend-time'
+
+
+class Decision:
+    """One generation of the client and what forget does with it."""
+
+    def __init__(self, gen_id, spec, end_time, reasons):
+        self.gen_id = gen_id
+        self.spec = spec
+        self.end_time = end_time
+        self.reasons = reasons      # why it is kept; empty: it is forgotten
+
+    @property
+    def keep(self):
+        return bool(self.reasons)
+
+    def line(self):
+        """`GENID<TAB>END TIME<TAB>keep hourly 1/12, daily 1/7` or `forget`."""
+        verdict = ('keep ' + ', '.join(self.reasons)) if self.reasons \
+            else 'forget'
+        return '%s\t%s\t%s' % (self.spec, listing.local_time(self.end_time),
+                               verdict)
+
+
+def end_time(repo, gen_id):
+    """When the generation ended (its start if it never did)."""
+    ended = repo.get_generation_key(gen_id, ri.GEN_ENDED)
+    if ended is None:
+        ended = repo.get_generation_key(gen_id, ri.GEN_STARTED)
+    return ended or 0
+
+
+def decide_by_policy(repo, client_name, policy, as_of=None):
+    """A Decision per generation of the client, oldest first.  With as_of
+    (Unix time, from --pretend-time) the policy is applied as on that
+    date: generations that ended later are kept and not counted."""
+    gen_ids = repo.get_generation_ids(client_name)
+    times = [(gen_id, end_time(repo, gen_id)) for gen_id in gen_ids]
+    considered = [(gen_id, ended) for gen_id, ended in times
+                  if as_of is None or ended <= as_of]
+    reasons = forget_policy.explain(policy, considered)
+    return [Decision(gen_id, repo.make_generation_spec(gen_id), ended,
+                     reasons.get(gen_id, [AFTER_PRETEND_TIME]))
+            for gen_id, ended in times]
+
+
+def decide_by_specs(repo, client_name, specs):
+    """Decisions for explicitly named generations; every spec is resolved
+    before anything is removed (R0B15DX names the bad one).  Returns
+    (decisions oldest first, gen_ids to remove in argument order)."""
+    chosen = []
+    for spec in specs:
+        gen_id = repo.interpret_generation_spec(client_name, spec)
+        if gen_id not in chosen:
+            chosen.append(gen_id)
+    decisions = [
+        Decision(gen_id, repo.make_generation_spec(gen_id),
+                 end_time(repo, gen_id),
+                 [] if gen_id in chosen else ['not named'])
+        for gen_id in repo.get_generation_ids(client_name)]
+    return decisions, chosen
+
+
+def remove_generations(repo, client_name, gen_ids, progress=None):
+    """Remove gen_ids in order, one commit per generation, freeing chunks
+    that no remaining generation of any client uses.  The caller holds
+    repo.lock_everything(); this ends with commit_everything (on an error
+    the caller's unlock discards only the removal under way).
+    progress(done, total) is called after each removal."""
+    guard = _SharedChunkGuard(repo, client_name, gen_ids)
+    for done, gen_id in enumerate(gen_ids, 1):
+        _remove_one(repo, client_name, gen_id, guard,
+                    last=done == len(gen_ids))
+        if progress is not None:
+            progress(done, len(gen_ids))
+    repo.commit_everything()
+
+
+class _SharedChunkGuard:
+    """Keeps chunks alive that other clients' generations use.
+
+    The indexes should hold an entry per client using a chunk, but
+    repositories whose writers did not index re-used chunks exist; if
+    this client dropped the only entry of a chunk another client uses,
+    the chunk file would be deleted under that client.  So before a
+    chunk this client may stop using is dropped, an entry for one other
+    client that uses it is (re)recorded.  Chunks the generations this
+    forget keeps still use need nothing."""
+
+    def __init__(self, repo, client_name, gen_ids):
+        self.repo = repo
+        self.users = {}
+        for other in repo.get_client_names():
+            if other != client_name:
+                for gen_id in repo.get_generation_ids(other):
+                    for chunk_id in repo.get_generation_chunk_ids(gen_id):
+                        self.users.setdefault(chunk_id, other)
+        self.kept = set()
+        if self.users:
+            doomed = set(int(g) for g in gen_ids)
+            for gen_id in repo.get_generation_ids(client_name):
+                if int(gen_id) not in doomed:
+                    self.kept |= repo.get_generation_chunk_ids(gen_id)
+
+    def protect(self, chunk_ids):
+        for chunk_id in sorted(chunk_ids):
+            user = self.users.get(chunk_id)
+            if user is None or chunk_id in self.kept:
+                continue
+            try:
+                self.repo.put_chunk_into_indexes(chunk_id, None, user)
+            except errors.RepositoryChunkDoesNotExist:
+                pass    # already gone; nothing left to protect
+
+
+def _remove_one(repo, client_name, gen_id, guard, last):
+    """The client commit comes first: once a generation is gone, nothing
+    needs the chunks the index commit then deletes."""
+    candidates = repo.get_generation_chunk_ids(gen_id)
+    guard.protect(candidates)
+    repo.remove_generation(gen_id)
+    repo.remove_unused_chunks(client_name, candidates)
+    if last:
+        return      # commit_everything does it, in the same order
+    repo.commit_client(client_name)
+    repo.commit_chunk_indexes()
+    repo.lock_client(client_name)
+    repo.lock_chunk_indexes()

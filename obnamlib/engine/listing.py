@@ -1,0 +1,215 @@
+"""Text that the show commands print about generations and files
+(cli.md §5.3, §5.6, §5.7), byte for byte as Obnam 1.x printed it.
+
+Lines are str; bytes paths and names are decoded with os.fsdecode
+(surrogateescape), so writing them back with os.fsencode gives the
+original bytes.
+
+Time zones: 1.19+ appended ` +HHMM` to local times but computed it from
+the standard-time offset, which is wrong by an hour in summer.  We append
+the offset that was really in force at that moment (`%z`), so the time
+and its offset always name the right instant; scripts that parse the date
+and time fields (as Obnam's own yarns did) see the same text.
+"""
+
+import os
+import stat
+import time
+
+from obnamlib.repo import interface as ri
+
+
+TIME_FORMAT = '%Y-%m-%d %H:%M:%S'
+
+
+def local_time(timestamp):
+    """`2015-10-27 20:21:30 +0200`: local time, offset then in force."""
+    return time.strftime(TIME_FORMAT + ' %z', time.localtime(timestamp or 0))
+
+
+def utc_time(timestamp):
+    return time.strftime(TIME_FORMAT, time.gmtime(timestamp or 0))
+
+
+# --- generations ---------------------------------------------------------
+
+def generation_times(repo, gen_id):
+    started = repo.get_generation_key(gen_id, ri.GEN_STARTED)
+    ended = repo.get_generation_key(gen_id, ri.GEN_ENDED)
+    return started, ended
+
+
+def generations_lines(repo, gen_ids):
+    """`generations` output for gen_ids (oldest first), without newlines.
+    A checkpoint without counts of its own shows those of the generation
+    before it, as 1.x did (its tree was a clone that carried them)."""
+    lines = []
+    counts = (0, 0)
+    for gen_id in gen_ids:
+        files = repo.get_generation_key(gen_id, ri.GEN_FILE_COUNT)
+        data = repo.get_generation_key(gen_id, ri.GEN_TOTAL_DATA)
+        checkpoint = repo.get_generation_key(gen_id, ri.GEN_IS_CHECKPOINT)
+        if checkpoint and files is None and data is None:
+            files, data = counts
+        counts = (files or 0, data or 0)
+        lines.append(generations_line(repo, gen_id, counts, checkpoint))
+    return lines
+
+
+def generations_line(repo, gen_id, counts=None, checkpoint=None):
+    """`GENID<TAB>START .. END (N files, M bytes) [(checkpoint)]` without
+    the newline; normal lines end in a space.  counts: (files, bytes) to
+    show instead of the generation's own."""
+    started, ended = generation_times(repo, gen_id)
+    if counts is None:
+        counts = (repo.get_generation_key(gen_id, ri.GEN_FILE_COUNT) or 0,
+                  repo.get_generation_key(gen_id, ri.GEN_TOTAL_DATA) or 0)
+    if checkpoint is None:
+        checkpoint = repo.get_generation_key(gen_id, ri.GEN_IS_CHECKPOINT)
+    return '%s\t%s .. %s (%d files, %d bytes) %s' % (
+        repo.make_generation_spec(gen_id), local_time(started),
+        local_time(ended), counts[0], counts[1],
+        ' (checkpoint)' if checkpoint else '')
+
+
+def ls_header(repo, gen_id):
+    started, ended = generation_times(repo, gen_id)
+    return 'Generation %s (%s - %s)' % (
+        repo.make_generation_spec(gen_id), local_time(started),
+        local_time(ended))
+
+
+# --- ls ------------------------------------------------------------------
+
+_TYPE_CHARS = (
+    (stat.S_ISDIR, 'd'),
+    (stat.S_ISCHR, 'c'),
+    (stat.S_ISBLK, 'b'),
+    (stat.S_ISREG, '-'),
+    (stat.S_ISFIFO, 'p'),
+    (stat.S_ISLNK, 'l'),
+    (stat.S_ISSOCK, '-'),       # 1.x quirk, kept
+)
+
+
+def mode_string(mode):
+    """`drwxr-sr-t`: type char and permission triplets with s/S, t/T."""
+    mode = mode or 0
+    type_char = '?'
+    for test, char in _TYPE_CHARS:
+        if test(mode):
+            type_char = char
+            break
+    return type_char + ''.join(_triplet(mode, who) for who in range(3))
+
+
+_SPECIAL = ((stat.S_ISUID, 's'), (stat.S_ISGID, 's'), (stat.S_ISVTX, 't'))
+
+
+def _triplet(mode, who):
+    shift = 6 - 3 * who
+    bits = (mode >> shift) & 7
+    chars = [('r' if bits & 4 else '-'), ('w' if bits & 2 else '-')]
+    special_bit, special_char = _SPECIAL[who]
+    executable = bits & 1
+    if mode & special_bit:
+        chars.append(special_char if executable else special_char.upper())
+    else:
+        chars.append('x' if executable else '-')
+    return ''.join(chars)
+
+
+def ls_line(path, metadata):
+    """`MODE NLINK USER GROUP SIZE MTIME(UTC) PATH[ -> TARGET]`."""
+    name = os.fsdecode(path)
+    if metadata.islink() and metadata.target is not None:
+        name += ' -> ' + os.fsdecode(metadata.target)
+    return '%s %5d %-8s %-8s %10d %s %s' % (
+        mode_string(metadata.st_mode), metadata.st_nlink or 0,
+        _name(metadata.username), _name(metadata.groupname),
+        metadata.st_size or 0, utc_time(metadata.st_mtime_sec), name)
+
+
+def _name(value):
+    return os.fsdecode(value) if value else ''
+
+
+# --- traversal -------------------------------------------------------------
+
+def normalise_path(path):
+    """Strip trailing slashes from a bytes path, except from `/`."""
+    stripped = path.rstrip(b'/')
+    return stripped or b'/'
+
+
+def join(dirname, basename):
+    return (dirname if dirname.endswith(b'/') else dirname + b'/') + basename
+
+
+def walk(repo, gen_id, path):
+    """(path, metadata) in `ls` order: the directory, its non-directory
+    children sorted, then each subdirectory recursively in sorted order.
+    Iterative, so deep trees do not exhaust the stack."""
+    pending = [path]
+    while pending:
+        current = pending.pop()
+        metadata = repo.get_metadata(gen_id, current)
+        yield current, metadata
+        if not metadata.isdir():
+            continue
+        subdirs = []
+        for name in repo.get_file_children(gen_id, current):
+            child = join(current, name)
+            child_md = repo.get_metadata(gen_id, child)
+            if child_md.isdir():
+                subdirs.append(child)
+            else:
+                yield child, child_md
+        pending.extend(reversed(subdirs))
+
+
+# --- kdirstat --------------------------------------------------------------
+
+def kdirstat_header(repo, gen_id):
+    """The cache-file header lines (each without its newline)."""
+    return [
+        '[kdirstat 4.0 cache file]',
+        '# Generated by obnam ' + ls_header(repo, gen_id),
+        '',
+        '# Do not edit!',
+        '#',
+        '# Type  path            size    mtime           <optional fields>',
+        '',
+    ]
+
+
+_KDIRSTAT_TYPES = (
+    (stat.S_ISREG, 'F\t'),
+    (stat.S_ISDIR, 'D '),
+    (stat.S_ISLNK, 'L\t'),
+    (stat.S_ISBLK, 'BlockDev\t'),
+    (stat.S_ISCHR, 'CharDev\t'),
+    (stat.S_ISFIFO, 'FIFO\t'),      # 1.17 forgot the tab; 1.20+ has it
+    (stat.S_ISSOCK, 'Socket\t'),
+)
+
+
+def kdirstat_line(path, metadata):
+    mode = metadata.st_mode or 0
+    prefix = '#UNHANDLED\t'
+    for test, text in _KDIRSTAT_TYPES:
+        if test(mode):
+            prefix = text
+            break
+    return '%s%s\t%d\t%s' % (prefix, kdirstat_escape(os.fsdecode(path)),
+                             metadata.st_size or 0,
+                             c_hex(metadata.st_mtime_sec or 0))
+
+
+def kdirstat_escape(text):
+    return text.replace('%', '%25').replace(' ', '%20').replace('\t', '%09')
+
+
+def c_hex(number):
+    """C's `%#x`: no prefix for zero, sign before the prefix."""
+    return '0' if number == 0 else '%#x' % number

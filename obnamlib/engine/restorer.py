@@ -1,0 +1,568 @@
+"""Restoring a generation from a repository into a target directory.
+
+cli.md §8: every path lands below the target with its full absolute path;
+directories are finished (metadata set) after their contents; regular files
+are written chunk by chunk with all-zero chunks left as holes and their MD5
+checked; hard links are re-linked by recorded (st_dev, st_ino).  A failure
+of one object is reported and the restore goes on; the run fails at the end.
+
+On a damaged repository every object that can be read is restored.  A
+regular file whose content cannot be fetched (missing or undecodable chunk,
+unreadable chunk list) or does not match its recorded checksum is removed
+again: whatever a restore leaves under a real name is exactly what was
+backed up, and each file it could not restore is named in an error line.
+
+The walk holds one directory listing per level of the current path, so a
+restore of a million files streams.  Output goes through a reporter object.
+
+Names read from the repository are untrusted (stored_names): one that is
+empty, `.`, `..` or holds `/` or NUL is refused (R452C9X) and the rest is
+restored.  With only ordinary names, every directory below the target is
+one this restore made with mkdir, so nothing is ever created through a
+symlink; the ancestors of a path asked for by name are checked with lstat
+(a few calls per path asked for, none per file).
+
+Before fetching a chunk it has not announced, the restorer tells the
+repository which chunks come next (`prefetch_chunks`): the rest of the
+current file and the regular files the walk reaches next, up to
+READ_AHEAD_CHUNKS chunks or about READ_AHEAD_BYTES.  Over SFTP that turns
+two round trips per small file into a few per window.
+"""
+
+import errno
+import hashlib
+import os
+import stat
+import time
+
+import obnamlib.errors
+import obnamlib.engine.live_metadata
+import obnamlib.repo.metadata
+from obnamlib.engine import stored_names
+
+
+class RestoreTargetNotEmpty(obnamlib.errors.ObnamError):
+    code = 'R3E1C1X'
+    msg = 'The restore --to directory ({to}) is not empty.'
+
+
+class RestoreErrors(obnamlib.errors.ObnamError):
+    code = 'RD6259X'
+    msg = ('There were errors when restoring\n\n'
+           'See previous error messages for details.')
+
+
+class RestoredDataDamaged(obnamlib.errors.ObnamError):
+    """The fetched content of a file is not what was backed up."""
+    code = 'R2F75CX'
+    msg = ('Backed-up data does not match its checksum ({actual} vs '
+           '{recorded}); the file was not restored')
+
+
+class RestoreReporter:
+    """Where the restorer's messages go; the command layer subclasses it."""
+
+    def error(self, text):
+        """A per-object failure (stderr, even when quiet)."""
+
+    def notify(self, text):
+        """An informational line (suppressed by --quiet)."""
+
+    def log(self, text):
+        """Detail for the log file only."""
+
+    def restored(self, path, metadata):
+        """One object is done (progress display)."""
+
+    def downloaded(self, size):
+        """size bytes of file content were fetched."""
+
+
+class RestoreStats:
+    """Counters for the summary and the log statistics."""
+
+    def __init__(self):
+        self.files = 0
+        self.bytes = 0
+        self.started = time.time()
+        self.ended = None
+
+    @property
+    def duration(self):
+        return (self.ended or time.time()) - self.started
+
+
+_DEVICE_OR_SPECIAL = (stat.S_IFIFO, stat.S_IFSOCK, stat.S_IFCHR, stat.S_IFBLK)
+
+# One prefetch hint names at most this many chunks (a small file has one)
+# and about this much data (estimated from the files' sizes).
+READ_AHEAD_CHUNKS = 64
+READ_AHEAD_BYTES = 32 * 1024 * 1024
+READ_AHEAD_NAMES = 1024     # names looked at for one hint, at most
+
+
+class Restorer:
+    """Restores paths of one generation into `target` (bytes) on `fs`."""
+
+    def __init__(self, repo, gen_id, fs, target, reporter=None,
+                 always_restore_setuid=False, pretend=False, euid=None,
+                 client_name=None, target_display=None):
+        self.repo = repo
+        self.gen = gen_id
+        self.fs = fs
+        self.target = target.rstrip(b'/') or b'/'
+        self.target_display = target_display or os.fsdecode(target)
+        self.reporter = reporter or RestoreReporter()
+        self.pretend = pretend
+        self.client_name = client_name
+        self.applier = obnamlib.engine.live_metadata.MetadataApplier(
+            fs, always_restore_setuid=always_restore_setuid, euid=euid,
+            log=self.reporter.log)
+        self.stats = RestoreStats()
+        self.failed = False
+        self.hard_links = {}
+        self.walk = None          # the walk's levels, for read-ahead
+        self.hints = HintSchedule()
+        self.peeked = {}          # path -> (metadata, chunk ids) looked ahead
+
+    # --- the whole run -------------------------------------------------------
+
+    def restore(self, paths=None):
+        """Restore paths (absolute bytes; default everything); raises
+        RestoreErrors at the end if any object failed."""
+        paths = [_normalise(p) for p in (paths or [b'/'])]
+        for path in paths:
+            self._check_in_generation(path)
+        if not self.pretend:
+            self.repo.expect_chunk_reads()
+            self._prepare_target()
+        for path in paths:
+            self._restore_path(path)
+        self.stats.ended = time.time()
+        if self.failed:
+            raise RestoreErrors()
+        return self.stats
+
+    def _check_in_generation(self, path):
+        if not self.repo.file_exists(self.gen, path):
+            raise obnamlib.errors.RepositoryFileDoesNotExistInGeneration(
+                client_name=self.client_name or getattr(
+                    self.gen, 'client_name', ''),
+                genspec=self.repo.make_generation_spec(self.gen),
+                filename=path)
+        if path != b'/':
+            for name in path.split(b'/')[1:]:
+                if not stored_names.is_safe(name):  # stored: a tampered name
+                    raise self._unsafe(os.path.dirname(path), name)
+
+    def _unsafe(self, dirname, name):
+        return stored_names.unsafe_name_error(
+            self.repo, self.gen, dirname, name, self.client_name)
+
+    def _prepare_target(self):
+        """The target must be absent or empty; created with one mkdir."""
+        if self.fs.exists(self.target):
+            if self.fs.scandir(self.target):
+                raise RestoreTargetNotEmpty(to=self.target_display)
+        else:
+            self.fs.mkdir(self.target)
+        self.fs.chmod(self.target, 0o700)
+
+    def _restore_path(self, path):
+        if path != b'/' and not self.pretend:
+            try:
+                self._make_parents(path)
+            except obnamlib.errors.ObnamError as e:
+                self._failed(path, e)
+                return
+        md = self._metadata(path)
+        if md is None:
+            return
+        if _is_directory(md):
+            self._restore_tree(path, md)
+        else:
+            self._restore_leaf(path, md)
+
+    def _make_parents(self, path):
+        """The directories above path below the target, made as needed;
+        one that exists must be a real directory (an earlier path asked
+        for may have been restored as a symlink): never followed."""
+        dest = self.target
+        for name in path.split(b'/')[1:-1]:
+            dest = dest + b'/' + name
+            if not self.fs.exists(dest):
+                self.fs.mkdir(dest, 0o700)
+            elif not stat.S_ISDIR(self.fs.lstat(dest).st_mode):
+                raise obnamlib.errors.ObnamSystemError(
+                    filename=dest, errno=errno.ENOTDIR,
+                    strerror='Not a directory (symlinks are not followed)')
+
+    def dest(self, path):
+        """Where path of the generation goes below the target."""
+        return self.target if path == b'/' else self.target + path
+
+    # --- the walk ------------------------------------------------------------
+
+    def _restore_tree(self, top, top_md):
+        """Post-order walk keeping one listing iterator per level."""
+        if not self._make_directory(top):
+            return
+        stack = [[top, top_md, self._children(top), 0]]
+        self.walk = stack
+        while stack:
+            level = stack[-1]
+            path, md, names, index = level
+            if index == len(names):
+                stack.pop()
+                self._finish(path, md)
+                continue
+            level[3] = index + 1
+            if not stored_names.is_safe(names[index]):
+                self._refuse(path, names[index])
+                continue
+            child = _join(path, names[index])
+            child_md = self._metadata(child)
+            if child_md is None:
+                continue
+            if _is_directory(child_md):
+                if self._make_directory(child):
+                    stack.append([child, child_md, self._children(child), 0])
+            else:
+                self._restore_leaf(child, child_md)
+        self.walk = None
+
+    def _refuse(self, dirname, name):
+        self._failed(os.fsencode(stored_names.shown_path(dirname, name)),
+                     self._unsafe(dirname, name))
+
+    def _children(self, path):
+        try:
+            return list(self.repo.get_file_children(self.gen, path))
+        except obnamlib.errors.ObnamError as e:
+            self._failed(path, e)
+            return []
+
+    def _metadata(self, path):
+        """The path's metadata; if it is unreadable, the failure is reported
+        and a name with children still stands for a directory."""
+        peeked = self.peeked.get(path)
+        if peeked is not None:
+            return peeked[0]
+        try:
+            return self.repo.get_metadata(self.gen, path)
+        except obnamlib.errors.ObnamError as e:
+            self._failed(path, e)
+            return self._stand_in_for_directory(path)
+
+    def _stand_in_for_directory(self, path):
+        """Metadata-less stand-in for a damaged directory entry, so that
+        its undamaged contents are still restored; None for a leaf."""
+        try:
+            children = self.repo.get_file_children(self.gen, path)
+        except obnamlib.errors.ObnamError as e:
+            obnamlib.errors.reraise_fatal(e)
+            return None
+        return obnamlib.repo.metadata.Metadata() if children else None
+
+    def _make_directory(self, path):
+        if path == b'/' or self.pretend:
+            return True
+        try:
+            self.fs.mkdir(self.dest(path), 0o700)
+            return True
+        except obnamlib.errors.ObnamError as e:
+            self._failed(path, e)
+            return False
+
+    def _finish(self, path, md):
+        """Directory done: its metadata (the target's only for '/')."""
+        self._set_metadata(path, md)
+        self._count(path, md)
+
+    def _restore_leaf(self, path, md):
+        try:
+            if not self.pretend:
+                self._create_leaf(path, md)
+        except (obnamlib.errors.ObnamError, OSError) as e:
+            self._forget_link_source(path, md)
+            self._failed(path, e)
+            return
+        self._count(path, md)
+
+    def _forget_link_source(self, path, md):
+        """A failed first name cannot be linked to: the next name of the
+        same inode tries to restore the data itself."""
+        key = _link_key(md)
+        if key is not None and self.hard_links.get(key) == self.dest(path):
+            del self.hard_links[key]
+
+    def _create_leaf(self, path, md):
+        kind = stat.S_IFMT(md.st_mode)
+        dest = self.dest(path)
+        if kind == stat.S_IFREG:
+            if self._link_to_earlier(path, md):
+                return
+            self._write_file(path, md, dest)
+        elif kind == stat.S_IFLNK:
+            self.fs.symlink(md.target or b'', dest)
+        elif kind in _DEVICE_OR_SPECIAL:
+            self.fs.mknod(dest, md.st_mode, 0)
+        else:
+            self.reporter.notify('Unknown file type: %s (%o)' %
+                                 (os.fsdecode(path), md.st_mode))
+            return
+        self._set_metadata(path, md)
+
+    def _count(self, path, md):
+        self.stats.files += 1
+        self.reporter.restored(path, md)
+
+    def _failed(self, path, error):
+        obnamlib.errors.reraise_fatal(error)
+        self.failed = True
+        self.reporter.error('Failed to restore %s: %s' %
+                            (os.fsdecode(path), _first_line(error)))
+
+    def _set_metadata(self, path, md):
+        if self.pretend or md.st_mode is None:
+            return
+        try:
+            errors = self.applier.apply(self.dest(path), md)
+        except obnamlib.errors.ObnamError as e:     # e.g. a garbled xattr blob
+            self._failed(path, e)
+            return
+        for error in errors:
+            self.failed = True
+            self.reporter.error(_first_line(error))
+
+    # --- regular files -------------------------------------------------------
+
+    def _link_to_earlier(self, path, md):
+        """Hard link to the first restored name of the same inode."""
+        key = _link_key(md)
+        if key is None:
+            return False
+        first = self.hard_links.get(key)
+        if first is None:
+            self.hard_links[key] = self.dest(path)
+            return False
+        self.fs.link(first, self.dest(path))
+        return True
+
+    def _write_file(self, path, md, dest):
+        """Write the content; on any failure remove what was written, so a
+        damaged file never looks restored."""
+        f = self.fs.open_write(dest)
+        try:
+            try:
+                digest, size = self._write_content(path, md, f)
+                _end_at(f, size)
+            finally:
+                f.close()
+            if md.md5 is not None and digest.digest() != md.md5:
+                self.reporter.notify(
+                    'File checksum restore error: %s (%s vs %s)' %
+                    (os.fsdecode(path), digest.hexdigest(), md.md5.hex()))
+                raise RestoredDataDamaged(actual=digest.hexdigest(),
+                                          recorded=md.md5.hex())
+        except BaseException:
+            self._remove_quietly(dest)
+            raise
+
+    def _remove_quietly(self, dest):
+        try:
+            self.fs.remove(dest)
+        except (obnamlib.errors.ObnamError, OSError) as e:
+            self.reporter.log('Could not remove damaged %s: %s' % (
+                os.fsdecode(dest), _first_line(e)))
+
+    def _write_content(self, path, md, f):
+        """Write every chunk, seeking over all-zero ones; (md5, size)."""
+        digest = hashlib.md5()
+        size = 0
+        file_pos = 0
+        for data in self._content(path, md):
+            digest.update(data)
+            self.stats.bytes += len(data)
+            self.reporter.downloaded(len(data))
+            if data.count(0) != len(data):
+                if file_pos != size:
+                    f.seek(size)
+                f.write(data)
+                file_pos = size + len(data)
+            size += len(data)
+        return digest, size
+
+    def _content(self, path, md):
+        peeked = self.peeked.pop(path, None)
+        if peeked is None:      # a peeked file's content is in chunks
+            data = self.repo.get_file_data(self.gen, path)
+            if data is not None:
+                yield data
+                return
+        chunk_ids = (peeked[1] if peeked is not None else
+                     self.repo.get_file_chunk_ids(self.gen, path))
+        for i, chunk_id in enumerate(chunk_ids):
+            if self.hints.due(chunk_id):
+                self._hint(md, chunk_ids, i)
+            yield self.repo.get_chunk_content(chunk_id)
+
+    # --- read-ahead ----------------------------------------------------------
+
+    def _hint(self, md, chunk_ids, start):
+        """Announce the next chunks: this file's from `start`, then the
+        next regular files of the walk, within the read-ahead limits."""
+        window = self.hints.window(chunk_ids[start])
+        window.add(chunk_ids[start:], chunk_size_guess(md, chunk_ids))
+        peeked, self.peeked = self.peeked, {}
+        for sibling in self._upcoming_files(peeked):
+            if window.full():
+                break
+            md, ids = self.peeked[sibling]
+            window.add(ids, chunk_size_guess(md, ids))
+        self.hints.sent(window)
+        if window.chunk_ids:
+            self.repo.prefetch_chunks(window.chunk_ids)
+
+    def _upcoming_files(self, peeked):
+        """Paths of the regular files the walk reaches after the current
+        leaf, in its order (into directories, then back up), whose content
+        it will fetch, each peeked into self.peeked (taken from `peeked`
+        if there); at most READ_AHEAD_NAMES names are looked at."""
+        if self.walk is None:
+            return
+        pending = [(path, names, index)
+                   for path, _, names, index in self.walk]
+        looked_at = 0
+        while pending and looked_at < READ_AHEAD_NAMES:
+            directory, names, index = pending.pop()
+            if index == len(names):
+                continue
+            pending.append((directory, names, index + 1))
+            if not stored_names.is_safe(names[index]):
+                continue        # refused when the restore gets there
+            path = _join(directory, names[index])
+            looked_at += 1
+            if path in peeked:
+                self.peeked[path] = peeked[path]
+                yield path
+                continue
+            try:
+                md = self.repo.get_metadata(self.gen, path)
+                if _is_directory(md):
+                    pending.append(
+                        (path, self.repo.get_file_children(self.gen, path), 0))
+                    continue
+                if not _fetches_content(md) or self._will_link(md):
+                    continue
+                if self.repo.get_file_data(self.gen, path) is not None:
+                    continue
+                ids = self.repo.get_file_chunk_ids(self.gen, path)
+            except obnamlib.errors.ObnamError as e:
+                obnamlib.errors.reraise_fatal(e)
+                continue        # reported when the restore gets there
+            self.peeked[path] = (md, ids)
+            yield path
+
+    def _will_link(self, md):
+        key = _link_key(md)
+        return key is not None and key in self.hard_links
+
+
+class HintSchedule:
+    """When reading a chunk calls for a new prefetch hint: at a chunk no
+    hint named, and at the middle of the last hint, so that the next one
+    goes out before this one runs dry (restore, verify)."""
+
+    def __init__(self):
+        self.hinted = set()       # chunk ids of the last two hints
+        self.last = set()         # of the last one
+        self.refill_at = None
+
+    def due(self, chunk_id):
+        return chunk_id not in self.hinted or chunk_id == self.refill_at
+
+    def window(self, chunk_id):
+        """An empty window for the hint due at chunk_id: at a refill it
+        skips what the last hint named."""
+        return ReadAheadWindow(skip=self.last if chunk_id in self.hinted
+                               else ())
+
+    def sent(self, window):
+        ids = window.chunk_ids
+        self.hinted = window.seen
+        self.last = set(ids)
+        self.refill_at = ids[len(ids) // 2] if ids else None
+
+
+class ReadAheadWindow:
+    """The chunk ids of one prefetch hint, without repeats, in order."""
+
+    def __init__(self, skip=()):
+        self.chunk_ids = []
+        self.seen = set(skip)     # named by the hint before: not again
+        self.bytes = 0
+
+    def full(self):
+        return (len(self.chunk_ids) >= READ_AHEAD_CHUNKS or
+                self.bytes >= READ_AHEAD_BYTES)
+
+    def add(self, chunk_ids, chunk_size):
+        for chunk_id in chunk_ids:
+            if self.full():
+                return
+            if chunk_id not in self.seen:
+                self.seen.add(chunk_id)
+                self.chunk_ids.append(chunk_id)
+                self.bytes += chunk_size
+
+
+def chunk_size_guess(md, chunk_ids):
+    """A chunk's size, guessed from the file's size (the last one may be
+    short)."""
+    if not chunk_ids or not md.st_size:
+        return 0
+    return -(-md.st_size // len(chunk_ids))
+
+
+def _link_key(md):
+    """(device, inode) of an object with more than one name, else None."""
+    if not md.st_nlink or md.st_nlink < 2 or md.st_ino is None:
+        return None
+    return md.st_dev, md.st_ino
+
+
+def _fetches_content(md):
+    return md.st_mode is not None and stat.S_ISREG(md.st_mode)
+
+
+def _join(dirname, basename):
+    return dirname.rstrip(b'/') + b'/' + basename
+
+
+def _end_at(f, size):
+    """Give the file its full size even when it ends in a hole."""
+    truncate = getattr(f, 'truncate', None)
+    if truncate is not None:
+        truncate(size)
+    elif size > 0:
+        f.seek(size - 1)
+        f.write(b'\0')
+
+
+def _is_directory(md):
+    """Directories, and names a checkpoint stored without metadata."""
+    return md.st_mode is None or stat.S_ISDIR(md.st_mode)
+
+
+def _normalise(path):
+    if isinstance(path, str):
+        path = os.fsencode(path)
+    stripped = path.rstrip(b'/')
+    return stripped or b'/'
+
+
+def _first_line(error):
+    if isinstance(error, obnamlib.errors.ObnamError):
+        return error.first_line()
+    return str(error).splitlines()[0] if str(error) else repr(error)

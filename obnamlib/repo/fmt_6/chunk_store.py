@@ -1,0 +1,323 @@
+"""Chunk files: file content stored outside the B-trees (format-6.md §8).
+
+A run's first chunk gets a random id and each next one the following id, so
+one run's chunks sit close together on disk; a name already taken makes us
+draw a new random start.
+
+Where the storage allows it (a local disk), files are created by a
+ChunkWriter thread behind the caller.  Free names are then found by listing
+each chunk directory once when the ids reach it, instead of by the
+exclusive create itself; the create stays exclusive, and a name another
+process takes in between stops the run (`chunk_writer.ChunkFileTaken`)
+rather than being shared.  Over SFTP the creates are collected and made
+in batches (`chunk_writer.BatchChunkWriter`) in the caller's thread.
+
+Reading: `prefetch(ids)` reads chunk files together when the storage reads
+in batches (SFTP) into a bounded cache that `get` looks in first.
+"""
+
+import collections
+import random
+
+from obnamlib import errors
+from obnamlib.repo.fmt_6.chunk_writer import (
+    BatchChunkWriter, ChunkWriter, ProcessChunkWriter)
+from obnamlib.repo.fmt_6.keys import MAX_ID
+
+TOPLEVEL = 'chunks'
+IDPATH_DEPTH = 3
+IDPATH_BITS = 12
+IDPATH_SKIP = 13
+_MASK = (1 << IDPATH_BITS) - 1
+_NOT_CHUNKS = ('lock', 'key', 'userkeys')
+
+# Chunks read ahead (prefetch) and kept for get, at most.
+CACHE_BYTES = 64 * 1024 * 1024
+CACHE_CHUNKS = 256
+
+
+def idpath(chunk_id):
+    """Relative path of a chunk: lowest 12-bit group above bit 13 first."""
+    dirs = ['%d' % ((chunk_id >> (IDPATH_SKIP + IDPATH_BITS * level)) & _MASK)
+            for level in range(IDPATH_DEPTH)]
+    return '/'.join([TOPLEVEL] + dirs + ['%x' % chunk_id])
+
+
+def parse_chunk_name(name):
+    """Chunk id for a file name under chunks/, or None."""
+    if name in _NOT_CHUNKS or name.startswith('tmp'):
+        return None
+    try:
+        chunk_id = int(name, 16)
+    except ValueError:
+        return None
+    return chunk_id if '%x' % chunk_id == name else None
+
+
+def _background_writer(fs):
+    """A ProcessChunkWriter if fs can leave its encrypted creates to a
+    second process; a ChunkWriter if it can leave its creates to a
+    thread; a BatchChunkWriter if it can create many files at once; else
+    None."""
+    if getattr(fs, 'can_seal_behind', False):
+        return ProcessChunkWriter(fs.seal_helper(), fs.seal_inline)
+    if getattr(fs, 'can_write_behind', False):
+        return ChunkWriter()
+    if getattr(fs, 'can_create_in_batches', False):
+        return BatchChunkWriter(fs.create_many_in_base)
+    return None
+
+
+class FetchedChunks:
+    """Chunk contents read ahead, oldest first, within max_bytes and
+    max_chunks.  A new batch pushes out older entries, never its own
+    (what does not fit is dropped: get reads it then)."""
+
+    def __init__(self, max_bytes, max_chunks):
+        self.max_bytes = max_bytes
+        self.max_chunks = max_chunks
+        self.data = collections.OrderedDict()
+        self.bytes = 0
+
+    def __len__(self):
+        return len(self.data)
+
+    def __contains__(self, chunk_id):
+        return chunk_id in self.data
+
+    def get(self, chunk_id):
+        return self.data.get(chunk_id)
+
+    def discard(self, chunk_id):
+        data = self.data.pop(chunk_id, None)
+        if data is not None:
+            self.bytes -= len(data)
+
+    def keep(self, fetched):
+        """Add (chunk id, data) pairs in order."""
+        batch = set()
+        for chunk_id, data in fetched:
+            self.discard(chunk_id)
+            while self.data and not self._fits(len(data)) and \
+                    next(iter(self.data)) not in batch:
+                self.discard(next(iter(self.data)))
+            if not self._fits(len(data)):
+                return
+            self.data[chunk_id] = data
+            self.bytes += len(data)
+            batch.add(chunk_id)
+
+    def _fits(self, size):
+        return (len(self.data) < self.max_chunks and
+                self.bytes + size <= self.max_bytes)
+
+
+class ChunkStore:
+    """Chunk files in a StorageFS (filters applied by the fs).
+
+    After write_behind(True), put() leaves the writing to a thread if the
+    fs `can_write_behind` (RepositoryFS on a local disk); flush() before
+    any commit then."""
+
+    def __init__(self, fs, rng=None):
+        self.fs = fs
+        self.rng = rng or random.SystemRandom()
+        self.next_id = None
+        self.by_basename = None   # fallback map for non-default idpaths
+        self.written = []         # [first, last] id ranges this object wrote
+        self.background = _background_writer(fs)
+        self.writer = None        # self.background while writing behind
+        self.spread_asked = False
+        self.listed_dir = None    # the chunk directory last listed, and
+        self.listed_names = set()  # the names it held then
+        self.fetched = FetchedChunks(CACHE_BYTES, CACHE_CHUNKS)
+
+    def put(self, data):
+        """Write a new chunk file (maybe still in progress: see flush);
+        returns its id."""
+        while True:
+            if self.next_id is None:
+                self.next_id = self.rng.randint(0, MAX_ID - 1)
+            chunk_id = self.next_id
+            self.next_id = (chunk_id + 1) % MAX_ID
+            path = idpath(chunk_id)
+            if self.writer is not None:
+                if self._is_free(chunk_id, path):
+                    self.fs.create_file(path, data)    # into the writer
+                    self._note_written(chunk_id)
+                    return chunk_id
+            elif self._create_exclusive(path, data):
+                self._note_written(chunk_id)
+                return chunk_id
+            self.next_id = None
+
+    def _is_free(self, chunk_id, path):
+        """No chunk file has this name (per one listing per directory) and
+        we have not used the id already."""
+        dirname, name = path.rsplit('/', 1)
+        if dirname != self.listed_dir:
+            try:
+                self.listed_names = set(self.fs.listdir(dirname))
+            except FileNotFoundError:
+                self.listed_names = set()
+            self.listed_dir = dirname
+        return name not in self.listed_names and not self.wrote(chunk_id)
+
+    def flush(self):
+        """Wait for the chunk files being written; raise a failure."""
+        if self.writer is not None:
+            self.writer.flush()
+
+    def write_behind(self, on):
+        """Start or stop writing chunk files in the background.  Stopping
+        waits for the files queued and drops their failures (a commit
+        has flushed them already; after a discard nothing uses them)."""
+        if on:
+            if self.background is not None and self.writer is None:
+                self.listed_dir = None      # list afresh: others write too
+                self._spread_chunk_directories()
+                self.fs.write_behind(self.background)
+                self.writer = self.background
+        elif self.writer is not None:
+            self.fs.write_behind(None)
+            self.writer.wait()
+            self.writer.drop_errors()
+            self.writer = None
+
+    def _spread_chunk_directories(self):
+        """Ask the local filesystem to place each run's chunk directories
+        where it has room (vfs_local.LocalFS.spread_subdirectories)."""
+        if not self.spread_asked:
+            self.spread_asked = True
+            spread = getattr(self.fs, 'spread_subdirectories', None)
+            if spread is not None:
+                spread(TOPLEVEL)
+
+    def close(self):
+        """Finish writing and stop the writer thread (failures dropped)."""
+        self.write_behind(False)
+        if self.background is not None:
+            self.background.close()
+
+    def _wait_for(self, chunk_id):
+        if self._is_pending(chunk_id):
+            self.background.wait()
+
+    def _note_written(self, chunk_id):
+        if self.written and self.written[-1][1] + 1 == chunk_id:
+            self.written[-1][1] = chunk_id
+        else:
+            self.written.append([chunk_id, chunk_id])
+
+    def wrote(self, chunk_id):
+        """Whether this object stored the chunk (ids come in a few runs)."""
+        return any(first <= chunk_id <= last for first, last in self.written)
+
+    def _create_exclusive(self, path, data):
+        create = getattr(self.fs, 'create_file', None)
+        if create is not None:
+            try:
+                create(path, data)
+            except FileExistsError:
+                return False
+            return True
+        if self.fs.exists(path):
+            return False
+        self.fs.write_file(path, data)
+        return True
+
+    def prefetch(self, chunk_ids):
+        """Read these chunks together, for the get calls that follow, if
+        the storage reads in batches (SFTP).  If the batch fails (a chunk
+        missing or damaged), each get reads its own chunk and reports."""
+        wanted = [chunk_id for chunk_id in dict.fromkeys(chunk_ids)
+                  if chunk_id not in self.fetched and
+                  not self._is_pending(chunk_id)][:self.fetched.max_chunks]
+        if not getattr(self.fs, 'reads_in_batches', False):
+            read_ahead = getattr(self.fs, 'read_ahead', None)
+            if read_ahead is not None and wanted:
+                read_ahead([idpath(c) for c in wanted])
+            return
+        if not wanted:
+            return
+        try:
+            contents = self.fs.read_files([idpath(c) for c in wanted])
+        except (OSError, errors.ObnamError) as e:
+            errors.reraise_fatal(e)
+            return
+        self.fetched.keep(zip(wanted, contents))
+
+    def _is_pending(self, chunk_id):
+        return (self.background is not None and
+                self.background.is_pending(idpath(chunk_id)))
+
+    def get(self, chunk_id):
+        data = self.fetched.get(chunk_id)
+        if data is not None:
+            return data
+        self._wait_for(chunk_id)
+        path = idpath(chunk_id)
+        try:
+            return self.fs.read_file(path)
+        except FileNotFoundError:
+            other = self._find_elsewhere(chunk_id)
+            if other is None:
+                raise errors.RepositoryChunkDoesNotExist(
+                    chunk_id='%x' % chunk_id, filename=path)
+            return self.fs.read_file(other)
+
+    def has(self, chunk_id):
+        self._wait_for(chunk_id)
+        return (self.fs.exists(idpath(chunk_id)) or
+                self._find_elsewhere(chunk_id) is not None)
+
+    def remove(self, chunk_id):
+        """Remove a chunk file; never one whose create failed here (its
+        name may belong to another process)."""
+        self._wait_for(chunk_id)
+        self.fetched.discard(chunk_id)
+        if self.background is not None and \
+                self.background.has_failed(idpath(chunk_id)):
+            return
+        path = idpath(chunk_id)
+        try:
+            self.fs.remove(path)
+        except FileNotFoundError:
+            if self.wrote(chunk_id):
+                return      # ours are at the default idpath: never created
+            other = self._find_elsewhere(chunk_id)
+            if other is not None:
+                self.fs.remove(other)
+
+    def _find_elsewhere(self, chunk_id):
+        """Path of a chunk stored under a non-default idpath, if any.
+
+        Obnam's idpath settings could be changed, so a chunk may live at
+        any chunks/…/<hex>; we list the tree once and remember it."""
+        if self.by_basename is None:
+            self.by_basename = {cid: path for cid, path in self._walk()}
+        return self.by_basename.get(chunk_id)
+
+    def ids(self):
+        """Every chunk id that has a chunk file, in no particular order."""
+        if self.background is not None:
+            self.background.wait()
+        return [chunk_id for chunk_id, _ in self._walk()]
+
+    def _walk(self):
+        """(id, path) of every chunk file.  At the default depth we trust the
+        layout and ask isdir only elsewhere (a round trip on SFTP)."""
+        if not self.fs.isdir(TOPLEVEL):
+            return
+        pending = [(TOPLEVEL, 0)]
+        while pending:
+            dirname, depth = pending.pop()
+            for name in self.fs.listdir(dirname):
+                path = dirname + '/' + name
+                chunk_id = parse_chunk_name(name)
+                if depth == IDPATH_DEPTH and chunk_id is not None:
+                    yield chunk_id, path
+                elif self.fs.isdir(path):
+                    pending.append((path, depth + 1))
+                elif chunk_id is not None and depth > 0:
+                    yield chunk_id, path

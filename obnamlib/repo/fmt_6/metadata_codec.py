@@ -1,0 +1,92 @@
+"""Encoding of file metadata as the FILE_METADATA value (format-6.md §7.5).
+
+The fixed part packs the fields in one order; the presence flags use
+another bit order, which is why both tables are spelled out here.
+"""
+
+import struct
+
+from obnamlib import errors
+from obnamlib.repo.metadata import Metadata
+from obnamlib.repo.metadata import encode_xattrs, decode_xattrs  # noqa: F401 (re-used name)
+
+# Packing order of the fixed part after the flags word.
+INT_FIELDS = ('st_mode', 'st_mtime_sec', 'st_mtime_nsec', 'st_atime_sec',
+              'st_atime_nsec', 'st_nlink', 'st_size', 'st_uid', 'st_gid',
+              'st_dev', 'st_ino', 'st_blocks')
+STR_FIELDS = ('groupname', 'username', 'target', 'md5', 'xattr')
+
+# Presence bit of each field: bit i set <=> field present.
+FLAG_BITS = {
+    'st_mode': 0, 'st_mtime_sec': 1, 'st_mtime_nsec': 2, 'st_nlink': 3,
+    'st_size': 4, 'st_uid': 5, 'groupname': 6, 'username': 7, 'target': 8,
+    'xattr': 9, 'st_blocks': 10, 'st_dev': 11, 'st_gid': 12, 'st_ino': 13,
+    'st_atime_sec': 14, 'st_atime_nsec': 15, 'md5': 16,
+}
+
+_FIXED = struct.Struct('!QQqQqQQQQQQQQQQQQQ')
+FIXED_SIZE = _FIXED.size   # 144
+_SIGNED = ('st_mtime_sec', 'st_atime_sec')
+# Fields that are 32 bits in struct stat: a larger value is damage, and
+# would fail far from here (every stat.S_IS* test on a mode; chown(2) and
+# FUSE on a uid or gid) with an OverflowError instead of naming the file.
+_32_BIT_FIELDS = ('st_mode', 'st_uid', 'st_gid')
+_LAST_32_BIT = 2 ** 32 - 1
+
+
+def encode_metadata(metadata):
+    """Metadata -> bytes.  Absent fields are 0/empty with their flag clear."""
+    flags = 0
+    for name, bit in FLAG_BITS.items():
+        if getattr(metadata, name) is not None:
+            flags |= 1 << bit
+    ints = [_int_value(metadata, name) for name in INT_FIELDS]
+    strings = [getattr(metadata, name) or b'' for name in STR_FIELDS]
+    for name, value in zip(STR_FIELDS, strings):
+        if not isinstance(value, bytes):
+            raise TypeError('metadata %s must be bytes, not %s'
+                            % (name, type(value).__name__))
+    return (_FIXED.pack(flags, *ints, *[len(s) for s in strings]) +
+            b''.join(strings))
+
+
+def _int_value(metadata, name):
+    value = getattr(metadata, name)
+    if value is None:
+        return 0
+    if name not in _SIGNED and value < 0:
+        # Format 6 has no sign for these; keep the low 64 bits as Obnam did.
+        return value & 0xFFFFFFFFFFFFFFFF
+    return value
+
+
+def decode_metadata(data, what='file metadata'):
+    """bytes -> Metadata; RepositoryCorrupt if the value is malformed."""
+    if len(data) < FIXED_SIZE:
+        raise errors.RepositoryCorrupt(
+            what=what, reason='metadata value has %d bytes, expected at least '
+            '%d' % (len(data), FIXED_SIZE))
+    values = _FIXED.unpack_from(data)
+    flags = values[0]
+    ints = values[1:1 + len(INT_FIELDS)]
+    lengths = values[1 + len(INT_FIELDS):]
+    if FIXED_SIZE + sum(lengths) != len(data):
+        raise errors.RepositoryCorrupt(
+            what=what, reason='metadata string lengths do not match its size')
+    fields = {}
+    for name, value in zip(INT_FIELDS, ints):
+        if flags & (1 << FLAG_BITS[name]):
+            fields[name] = value
+    for name in _32_BIT_FIELDS:
+        if fields.get(name, 0) > _LAST_32_BIT:
+            raise errors.RepositoryCorrupt(
+                what=what, reason='metadata %s %d is out of range'
+                % (name[len('st_'):], fields[name]))
+    pos = FIXED_SIZE
+    for name, length in zip(STR_FIELDS, lengths):
+        if flags & (1 << FLAG_BITS[name]):
+            fields[name] = data[pos:pos + length]
+        pos += length
+    return Metadata(**fields)
+
+

@@ -1,0 +1,240 @@
+"""Chunk files: ids, exclusive creation, and writing behind the caller."""
+
+import os
+
+import pytest
+
+from obnamlib import larch
+import obnamlib.larch.vfs
+import obnamlib.vfs.local
+from obnamlib import errors
+from obnamlib.repo.storage import filters, repo_fs
+from obnamlib.repo import factory as repo_factory
+from obnamlib.repo.fmt_6 import chunk_store, chunk_writer
+from obnamlib.repo.fmt_6.chunk_store import ChunkStore, idpath
+from tests.obnamlib.restore_helpers import new_repository
+
+
+class FixedStarts:
+    """An rng whose randint gives the listed chunk id starts in turn."""
+
+    def __init__(self, *starts):
+        self.starts = list(starts)
+
+    def randint(self, lo, hi):
+        return self.starts.pop(0)
+
+
+def local_repo_fs(root, compress=False):
+    return repo_fs.RepositoryFS(obnamlib.vfs.local.LocalFS(str(root)),
+                                compress=compress)
+
+
+def stored(root, chunk_id):
+    with open(os.path.join(str(root), idpath(chunk_id)), 'rb') as f:
+        return filters.unwrap(f.read(), None)
+
+
+def test_ids_count_up_from_a_random_start(tmp_path):
+    store = ChunkStore(local_repo_fs(tmp_path), rng=FixedStarts(0x5000))
+    assert [store.put(b'%d' % i) for i in range(3)] == [0x5000, 0x5001,
+                                                        0x5002]
+    assert [stored(tmp_path, 0x5000 + i) for i in range(3)] == \
+        [b'0', b'1', b'2']
+
+
+def test_local_storage_can_write_behind_and_others_cannot(tmp_path):
+    assert ChunkStore(local_repo_fs(tmp_path)).background is not None
+    larch_fs = repo_fs.RepositoryFS(larch.vfs.LocalFS(str(tmp_path)))
+    assert ChunkStore(larch_fs).background is None
+    assert ChunkStore(larch.vfs.MemoryFS()).background is None
+    format5 = repo_fs.RepositoryFS(obnamlib.vfs.local.LocalFS(str(tmp_path)),
+                                   format5=True)
+    assert ChunkStore(format5).background is None
+
+
+@pytest.mark.parametrize('behind', [False, True])
+def test_taken_name_makes_a_new_start(tmp_path, behind):
+    fs = local_repo_fs(tmp_path)
+    fs.create_file(idpath(0x7001), b'someone else')
+    store = ChunkStore(fs, rng=FixedStarts(0x7000, 0x9000))
+    store.write_behind(behind)
+    assert [store.put(b'a'), store.put(b'b'), store.put(b'c')] == \
+        [0x7000, 0x9000, 0x9001]
+    store.flush()
+    assert stored(tmp_path, 0x7001) == b'someone else'
+    assert stored(tmp_path, 0x9001) == b'c'
+
+
+def test_written_behind_files_are_complete_after_flush(tmp_path):
+    fs = local_repo_fs(tmp_path, compress=True)
+    store = ChunkStore(fs, rng=FixedStarts(0x10000))
+    store.write_behind(True)
+    contents = [os.urandom(1000) + bytes(50000) for _ in range(40)]
+    ids = [store.put(data) for data in contents]
+    # Counted when handed over, so checkpoints do not depend on timing.
+    assert fs.bytes_written == sum(
+        len(filters.wrap(data, True, None)) for data in contents)
+    store.flush()
+    assert ids == list(range(0x10000, 0x10000 + 40))
+    for chunk_id, data in zip(ids, contents):
+        assert fs.read_file(idpath(chunk_id)) == data
+    chunk_dir = os.path.dirname(os.path.join(str(tmp_path), idpath(ids[0])))
+    assert sorted(os.listdir(chunk_dir)) == sorted('%x' % i for i in ids)
+    store.close()
+
+
+def test_reading_a_chunk_waits_for_its_file(tmp_path):
+    store = ChunkStore(local_repo_fs(tmp_path), rng=FixedStarts(0x20000))
+    store.write_behind(True)
+    ids = [store.put(b'chunk %d' % i) for i in range(20)]
+    assert store.get(ids[-1]) == b'chunk 19'
+    assert store.has(ids[-1])
+    store.close()
+    assert sorted(store.ids()) == ids
+
+
+def test_name_taken_while_writing_behind_stops_without_harming_it(tmp_path):
+    """Another process creates the next name after our directory listing:
+    the create stays exclusive, the next flush raises ChunkFileTaken, and
+    cleaning up (remove) leaves the other process's file alone."""
+    fs = local_repo_fs(tmp_path)
+    store = ChunkStore(fs, rng=FixedStarts(0x30000))
+    store.write_behind(True)
+    first = store.put(b'ours')
+    other = obnamlib.vfs.local.LocalFS(str(tmp_path))
+    other.create_file(idpath(first + 1), b'theirs')
+    second = store.put(b'ours too')
+    assert second == first + 1
+    with pytest.raises(chunk_writer.ChunkFileTaken) as info:
+        store.flush()
+    assert str(info.value) == (
+        '%s: Chunk file %s was created by another program at the same '
+        'time; the backup stopped without committing the files it was '
+        'storing: run it again' % (info.value.code, idpath(second)))
+    assert isinstance(info.value, errors.ObnamError)
+    store.remove(second)
+    store.remove(first)
+    assert other.read_file(idpath(second)) == b'theirs'
+    assert not fs.exists(idpath(first))
+    store.flush()           # reported once
+
+
+@pytest.mark.parametrize('make_writer', [
+    lambda: chunk_writer.ChunkWriter(),
+    lambda: chunk_writer.BatchChunkWriter(
+        lambda items: [FileExistsError(17, 'File exists', where)
+                       for _, where in items])])
+def test_only_the_chunk_file_itself_existing_is_a_name_taken(make_writer):
+    """FileExistsError for a directory on the way (a file in its place:
+    a damaged repository) is that error, not ChunkFileTaken."""
+    path = 'chunks/24/0/0/30000'
+    for where, expected in (('/r/' + path, chunk_writer.ChunkFileTaken),
+                            ('/r/chunks/24', FileExistsError)):
+        writer = make_writer()
+
+        def create(path, data):
+            raise FileExistsError(17, 'File exists', data)
+        writer.submit(path, where, create)
+        with pytest.raises(expected):
+            writer.flush()
+        assert writer.has_failed(path)
+        writer.close()
+
+
+def test_write_error_is_raised_by_the_next_put(tmp_path):
+    fs = local_repo_fs(tmp_path)
+    store = ChunkStore(fs, rng=FixedStarts(0x40000))
+    store.write_behind(True)
+    store.put(b'x')
+    store.flush()
+    # The chunk's directory turns into a file: every create there fails.
+    chunk_dir = os.path.dirname(os.path.join(str(tmp_path),
+                                             idpath(0x40001)))
+    for name in os.listdir(chunk_dir):
+        os.remove(os.path.join(chunk_dir, name))
+    os.rmdir(chunk_dir)
+    with open(chunk_dir, 'wb'):
+        pass
+    store.put(b'y')
+    store.background.wait()
+    with pytest.raises(OSError) as info:
+        store.put(b'z')
+    assert info.value.errno in (20, 17)      # ENOTDIR / EEXIST from mkdir
+
+
+def test_stopping_write_behind_waits_and_forgets_failures(tmp_path):
+    fs = local_repo_fs(tmp_path)
+    store = ChunkStore(fs, rng=FixedStarts(0x50000))
+    store.write_behind(True)
+    chunk_id = store.put(b'a')
+    obnamlib.vfs.local.LocalFS(str(tmp_path)).create_file(
+        idpath(chunk_id + 1), b'theirs')
+    store.put(b'b')
+    store.write_behind(False)
+    assert store.writer is None
+    assert stored(tmp_path, chunk_id) == b'a'
+    store.flush()
+    assert store.put(b'c') == chunk_id + 2     # synchronous again
+    assert stored(tmp_path, chunk_id + 2) == b'c'
+
+
+def test_parse_chunk_name_ignores_temporary_files():
+    name = os.path.basename(obnamlib.vfs.local.temp_name('/x'))
+    assert chunk_store.parse_chunk_name(name) is None
+    assert chunk_store.parse_chunk_name('1f') == 0x1f
+
+
+def test_backup_session_writes_behind_and_commit_waits(tmp_path):
+    """Chunks put while a client is locked are written behind; the
+    client's commit waits for them, so a reader opened after the commit
+    finds every chunk the generation names."""
+    url = str(tmp_path / 'repo')
+    repo = new_repository(url, 'c')
+    repo.lock_client('c')
+    assert repo.chunks.writer is not None
+    gen = repo.create_generation('c')
+    from tests.obnamlib.repo_interface_conformance import file_md
+    contents = [os.urandom(3000) for _ in range(50)]
+    ids = [repo.put_chunk_content(data) for data in contents]
+    repo.set_metadata(gen, b'/f', file_md(size=150000))
+    repo.set_file_chunk_ids(gen, b'/f', ids)
+    repo.commit_client('c')
+    assert repo.chunks.writer is None
+    if obnamlib.vfs.local.LocalFS(str(tmp_path)).spread_subdirectories('p'):
+        from tests.obnamlib.vfs.test_local import directory_flags
+        assert directory_flags(os.path.join(url, 'chunks')) & \
+            obnamlib.vfs.local._FS_TOPDIR_FL
+    reader = repo_factory.open_repository(url=url)
+    [gen] = reader.get_generation_ids('c')
+    assert [reader.get_chunk_content(i)
+            for i in reader.get_file_chunk_ids(gen, b'/f')] == contents
+    repo.close()
+
+
+def test_put_chunk_content_takes_the_callers_md5(tmp_path):
+    import hashlib
+    repo = repo_factory.open_repository(url=str(tmp_path / 'r'), create=True,
+                                        lock_timeout=0)
+    data = b'some chunk'
+    chunk_id = repo.put_chunk_content(data, md5_digest=hashlib.md5(data)
+                                      .digest())
+    assert repo.find_chunk_ids_by_md5(hashlib.md5(data).digest()) == \
+        [chunk_id]
+    assert repo.find_chunk_ids_by_content(data) == [chunk_id]
+    repo.close()
+
+
+def test_removing_an_own_chunk_that_was_never_created_lists_nothing(
+        tmp_path, monkeypatch):
+    """Clean-up after a failed create: no walk of the whole chunk tree
+    (over SFTP, a round trip per directory)."""
+    store = ChunkStore(local_repo_fs(tmp_path), rng=FixedStarts(0x5000))
+    chunk_id = store.put(b'data')
+    os.remove(os.path.join(str(tmp_path), idpath(chunk_id)))
+
+    def no_walk():
+        raise AssertionError('the chunk tree was walked')
+
+    monkeypatch.setattr(store, '_walk', no_walk)
+    store.remove(chunk_id)

@@ -1,0 +1,212 @@
+import os
+
+import pytest
+
+import obnamlib.errors
+import obnamlib.vfs.base
+import obnamlib.vfs.local
+from tests.obnamlib.restore_helpers import new_repository
+from tests.obnamlib.vfs_conformance import VfsConformance
+
+
+class TestLocalFSConformance(VfsConformance):
+
+    def make_vfs(self, root):
+        return obnamlib.vfs.local.LocalFS(root)
+
+
+def test_open_vfs_plain_path_is_local(tmp_path):
+    vfs = obnamlib.vfs.base.open_vfs(str(tmp_path))
+    assert isinstance(vfs, obnamlib.vfs.local.LocalFS)
+    assert vfs.root == str(tmp_path)
+
+
+def test_open_vfs_relative_path_is_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    vfs = obnamlib.vfs.base.open_vfs('repo')
+    assert vfs.root == os.path.join(str(tmp_path), 'repo')
+
+
+@pytest.mark.parametrize('url', ['file:///tmp/x', 'ssh://host/x', 'foo:bar/x'])
+def test_open_vfs_unknown_scheme(url):
+    with pytest.raises(obnamlib.errors.UnknownVFSError) as info:
+        obnamlib.vfs.base.open_vfs(url)
+    assert str(info.value) == 'R826A1X: Unknown VFS type: %s' % url
+
+
+def test_root_that_is_a_file_is_refused(tmp_path):
+    path = tmp_path / 'file'
+    path.write_bytes(b'')
+    with pytest.raises(obnamlib.errors.RootIsNotADirectory) as info:
+        obnamlib.vfs.local.LocalFS(str(path))
+    assert info.value.code == 'RA4F35X'
+
+
+def test_lock_without_hardlinks_falls_back_to_exclusive_create(tmp_path, monkeypatch):
+    vfs = obnamlib.vfs.local.LocalFS(str(tmp_path))
+
+    def no_link(*args, **kwargs):
+        raise PermissionError(1, 'Operation not permitted')
+    monkeypatch.setattr(os, 'link', no_link)
+    vfs.lock('lock')
+    with pytest.raises(obnamlib.errors.LockFail):
+        vfs.lock('lock')
+    assert os.listdir(str(tmp_path)) == ['lock']
+
+
+def leftovers(root):
+    """Temporary files anywhere below root."""
+    return [os.path.join(d, n) for d, _, names in os.walk(str(root))
+            for n in names if n.startswith(obnamlib.vfs.local.TEMP_PREFIX)]
+
+
+def test_create_file_is_exclusive_private_and_complete(tmp_path):
+    vfs = obnamlib.vfs.local.LocalFS(str(tmp_path))
+    vfs.create_file('chunks/1/2/3/abc', b'data')
+    with pytest.raises(FileExistsError):
+        vfs.create_file('chunks/1/2/3/abc', b'other')
+    path = tmp_path / 'chunks/1/2/3/abc'
+    assert path.read_bytes() == b'data'
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / 'chunks/1').stat().st_mode & 0o777 == 0o700
+    assert vfs.bytes_written == 4
+    assert leftovers(tmp_path) == []
+
+
+def test_create_file_remakes_a_directory_removed_behind_its_back(tmp_path):
+    vfs = obnamlib.vfs.local.LocalFS(str(tmp_path))
+    vfs.create_file('chunks/0/0/0/1', b'one')
+    os.remove(str(tmp_path / 'chunks/0/0/0/1'))
+    os.rmdir(str(tmp_path / 'chunks/0/0/0'))
+    vfs.create_file('chunks/0/0/0/2', b'two')
+    vfs.write_file('chunks/0/0/0/3', b'three')
+    assert sorted(os.listdir(str(tmp_path / 'chunks/0/0/0'))) == ['2', '3']
+
+
+def test_failed_write_leaves_no_temporary_file(tmp_path):
+    vfs = obnamlib.vfs.local.LocalFS(str(tmp_path))
+    os.makedirs(str(tmp_path / 'd/taken'))
+    with pytest.raises(OSError):
+        vfs.write_file('d/taken', b'x')
+    assert leftovers(tmp_path) == []
+    vfs.write_file('d/f', b'x')
+    vfs.write_file('d/f', b'y')
+    assert sorted(os.listdir(str(tmp_path / 'd'))) == ['f', 'taken']
+    assert (tmp_path / 'd/f').read_bytes() == b'y'
+
+
+def test_temporary_files_left_by_a_crash_are_not_nodes_or_chunks(tmp_path):
+    """A crash between writing a temporary file and renaming or linking it
+    leaves tmp...: larch's listings, the journal and the chunk enumeration
+    ignore such names, so the repository reads and checks as before, and
+    journal recovery removes those in new/."""
+    from obnamlib.engine import fsck_engine
+    from obnamlib.repo import factory as repo_factory
+    from obnamlib.repo.fmt_6.chunk_store import idpath
+    from tests.obnamlib.repo_interface_conformance import file_md
+    url = str(tmp_path / 'repo')
+    repo = new_repository(url, 'c')
+    repo.lock_client('c')
+    gen = repo.create_generation('c')
+    chunk = repo.put_chunk_content(b'content')
+    repo.set_metadata(gen, b'/f', file_md(size=7))
+    repo.set_file_chunk_ids(gen, b'/f', [chunk])
+    repo.commit_client('c')
+    client_dir = os.path.join(url, str(repo.get_client_id('c')))
+    before = fsck_engine.Fsck(repo).run()
+    repo.close()
+
+    def leave_temp_file(*where):
+        dirname = os.path.join(*where)
+        os.makedirs(dirname, exist_ok=True)
+        with open(obnamlib.vfs.local.temp_name(dirname), 'wb') as f:
+            f.write(b'\0half a file')
+    leave_temp_file(os.path.dirname(os.path.join(url, idpath(chunk))))
+    leave_temp_file(url, 'chunks')
+    leave_temp_file(client_dir, 'nodes', '0', '0', '0')
+    leave_temp_file(client_dir, 'refcounts')
+    leave_temp_file(url, 'clientlist', 'nodes', '0', '0', '0')
+    reader = repo_factory.open_repository(url=url, lock_timeout=0)
+    assert reader.get_chunk_ids() == [chunk]
+    [gen] = reader.get_generation_ids('c')
+    assert reader.get_chunk_content(
+        reader.get_file_chunk_ids(gen, b'/f')[0]) == b'content'
+    assert fsck_engine.Fsck(reader).run() == before
+    reader.close()
+
+    # An interrupted commit (new/metadata, the commit flag, is there) whose
+    # new/ holds a temporary file: readers overlay new/ without it, and
+    # finishing the commit must not move it among the nodes.
+    leave_temp_file(client_dir, 'new', 'nodes', '0', '0', '0')
+    with open(os.path.join(client_dir, 'metadata'), 'rb') as f:
+        flag = f.read()
+    with open(os.path.join(client_dir, 'new', 'metadata'), 'wb') as f:
+        f.write(flag)
+    reader = repo_factory.open_repository(url=url, lock_timeout=0)
+    assert len(reader.get_generation_ids('c')) == 1
+    reader.close()
+    writer = repo_factory.open_repository(url=url, lock_timeout=0)
+    writer.lock_client('c')
+    writer.unlock_client('c')
+    writer.close()
+    assert not any('/new/' in path for path in leftovers(url))
+    assert len(leftovers(url)) == 5
+
+
+def test_rename_remakes_a_target_directory_removed_behind_its_back(tmp_path):
+    vfs = obnamlib.vfs.local.LocalFS(str(tmp_path))
+    vfs.write_file('a/b/x', b'1')
+    vfs.rename('a/b/x', 'c/d/x')
+    os.remove(str(tmp_path / 'c/d/x'))
+    os.rmdir(str(tmp_path / 'c/d'))
+    vfs.write_file('a/b/y', b'2')
+    vfs.rename('a/b/y', 'c/d/y')
+    assert (tmp_path / 'c/d/y').read_bytes() == b'2'
+    with pytest.raises(FileNotFoundError):
+        vfs.rename('a/b/missing', 'c/d/z')
+
+
+def directory_flags(path):
+    import array
+    import fcntl
+    fd = os.open(str(path), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        flags = array.array('i', [0])
+        fcntl.ioctl(fd, obnamlib.vfs.local._FS_IOC_GETFLAGS, flags, True)
+        return flags[0]
+    finally:
+        os.close(fd)
+
+
+def test_spread_subdirectories_marks_a_top_directory(tmp_path):
+    vfs = obnamlib.vfs.local.LocalFS(str(tmp_path))
+    if not vfs.spread_subdirectories('chunks'):
+        pytest.skip('this filesystem has no top-directory flag')
+    top = obnamlib.vfs.local._FS_TOPDIR_FL
+    assert directory_flags(tmp_path / 'chunks') & top
+    assert (tmp_path / 'chunks').stat().st_mode & 0o777 == 0o700
+    assert vfs.spread_subdirectories('chunks')
+    vfs.create_file('chunks/1/2/3/4', b'x')
+    assert not directory_flags(tmp_path / 'chunks/1') & top
+
+
+@pytest.mark.parametrize('size', [0, 1, 4096, 3 << 20])
+def test_read_file_reads_every_byte(tmp_path, size):
+    data = os.urandom(size)
+    (tmp_path / 'f').write_bytes(data)
+    fs = obnamlib.vfs.local.LocalFS(str(tmp_path))
+    assert fs.read_file('f') == data
+    assert fs.bytes_read == size
+
+
+def test_read_file_does_not_trust_the_size_a_file_claims():
+    # files in /proc say they are empty but are not
+    got = obnamlib.vfs.local.LocalFS('/').read_file('proc/self/status')
+    assert got.startswith(b'Name:') and len(got) > 100
+
+
+def test_read_file_of_a_directory_names_it(tmp_path):
+    (tmp_path / 'd').mkdir()
+    with pytest.raises(IsADirectoryError) as info:
+        obnamlib.vfs.local.LocalFS(str(tmp_path)).read_file('d')
+    assert info.value.filename == str(tmp_path / 'd')
