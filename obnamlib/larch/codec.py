@@ -3,8 +3,8 @@
 import struct
 from itertools import accumulate
 
-from obnamlib.larch import errors
-from obnamlib.larch.nodes import LeafNode, IndexNode, HEADER_SIZE
+from . import errors
+from .nodes import LeafNode, IndexNode, HEADER_SIZE
 
 LEAF_MAGIC = b'ORBL'
 INDEX_MAGIC = b'ORBI'

@@ -1,12 +1,12 @@
 """A forest: the trees of one directory, sharing nodes, committed together."""
 
-from obnamlib.larch import errors
-from obnamlib.larch.journal import Journal
-from obnamlib.larch.metadata import ForestMetadata, format_metadata, parse_metadata
-from obnamlib.larch.nodes import IndexNode, HEADER_SIZE
-from obnamlib.larch.nodestore import NodeStore
-from obnamlib.larch.tree import Tree, decrement_node
-from obnamlib.larch.vfs import LocalFS
+from . import errors
+from .journal import Journal
+from .metadata import ForestMetadata, format_metadata, parse_metadata
+from .nodes import IndexNode, HEADER_SIZE
+from .nodestore import NodeStore
+from .tree import Tree, decrement_node
+from .vfs import LocalFS
 
 DEFAULT_NODE_SIZE = 262144
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024

@@ -6,19 +6,19 @@ affects. With fix=True refcounts are corrected, unreachable node files
 deleted and the journal recovered; every problem then ends in "[fixed]" or
 "[not fixed]".
 
-Nodes are walked breadth first; where the storage reads in batches (SFTP)
-the nodes next in line are read together.
+Nodes are walked breadth first; the nodes next in line are read together
+where the storage reads in batches (and hinted to it otherwise).
 """
 
 import array
 import collections
 
-from obnamlib.larch import codec, errors
-from obnamlib.larch.forest import Forest
-from obnamlib.larch.idpath import node_path
-from obnamlib.larch.journal import Journal
-from obnamlib.larch.refcounts import GROUP_SIZE
-from obnamlib.larch.vfs import LocalFS
+from . import codec, errors
+from .forest import Forest
+from .idpath import node_path
+from .journal import Journal
+from .refcounts import GROUP_SIZE
+from .vfs import LocalFS
 
 # Nodes read together when the storage reads in batches (a node is at most
 # a node size, 256 KiB by default).
@@ -196,7 +196,7 @@ def _walk_forest(forest, limit, keep_nodes=False):
 def _read_ahead(store, node_id, queue, reachable):
     """node id -> raw node (or the error reading it) for node_id and the
     nodes the walk meets next (up to READ_AHEAD_NODES), read together if
-    the storage reads in batches (one round trip for many over SFTP)."""
+    the storage reads in batches (one round trip for many)."""
     wanted = [node_id]
     for entry in queue:
         if len(wanted) >= READ_AHEAD_NODES:

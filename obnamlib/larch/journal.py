@@ -96,20 +96,17 @@ class Journal:
 
     def read_together(self, rels):
         """rel -> contents for those of rels the storage read in one
-        batch (storage that reads in batches: SFTP); may be none of them.
-        Storage that reads ahead in a second process (an encrypted local
-        repository) is told of them instead, for the read() calls that
-        follow in the same order."""
+        batch (storage that reads in batches); may be none of them.
+        Other storage is told of them instead (read_ahead), for the
+        read() calls that follow in the same order."""
         direct = [rel for rel in rels
                   if rel not in self.new_files and rel not in self.deleted]
         if len(direct) < 2:
             return {}
         paths = [self._p(rel) for rel in direct]
-        if getattr(self.vfs, 'reads_in_batches', False):
+        if self.vfs.reads_in_batches:
             return dict(zip(direct, self.vfs.read_files(paths)))
-        read_ahead = getattr(self.vfs, 'read_ahead', None)
-        if read_ahead is not None:
-            read_ahead(paths)
+        self.vfs.read_ahead(paths)
         return {}
 
     def exists(self, rel):

@@ -2,7 +2,7 @@
 
 import configparser
 
-from obnamlib.larch import errors
+from . import errors
 
 FORMAT = '1/1'
 SECTION = 'metadata'

@@ -5,10 +5,10 @@ dirty node is written into the journal (new/) before it is dropped, so
 memory stays bounded. Everything still dirty is written at commit.
 """
 
-from obnamlib.larch import codec, errors
-from obnamlib.larch.idpath import node_path, parse_node_name
-from obnamlib.larch.lru import LRUCache
-from obnamlib.larch.refcounts import RefcountStore
+from . import codec, errors
+from .idpath import node_path, parse_node_name
+from .lru import LRUCache
+from .refcounts import RefcountStore
 
 MIN_CACHE = 8
 

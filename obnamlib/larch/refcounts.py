@@ -8,7 +8,7 @@ import array
 import struct
 import sys
 
-from obnamlib.larch import errors
+from . import errors
 
 GROUP_BITS = 15
 GROUP_SIZE = 1 << GROUP_BITS

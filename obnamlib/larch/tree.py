@@ -14,9 +14,9 @@ lands in an unshared leaf and changes nothing above it.
 
 from bisect import bisect_left, bisect_right
 
-from obnamlib.larch import errors
-from obnamlib.larch.nodes import LeafNode, IndexNode, HEADER_SIZE
-from obnamlib.larch.refcounts import GROUP_BITS
+from . import errors
+from .nodes import LeafNode, IndexNode, HEADER_SIZE
+from .refcounts import GROUP_BITS
 
 GROUP_MASK = (1 << GROUP_BITS) - 1
 

@@ -1,23 +1,70 @@
 """Storage for a forest: the StorageFS protocol and two implementations.
 
-Every file access of larch goes through an object with the methods below, so
-that callers (obnam) can put compression, encryption or SFTP underneath.
-Paths are `str`, relative to the object's root, with `/` separators.
-
-    read_file(path) -> bytes          FileNotFoundError if absent
-    write_file(path, data)            atomic create-or-replace; makes parents
-    exists(path) -> bool
-    isdir(path) -> bool
-    listdir(path) -> list of str      FileNotFoundError if absent
-    makedirs(path)                    no error if it exists
-    remove(path)                      FileNotFoundError if absent
-    rmdir(path)                       OSError if not empty
-    rename(old, new)                  atomic, replaces new
+Every file access of larch goes through a StorageFS, so that the caller
+can put compression, encryption or a network underneath.  Paths are
+`str`, relative to the storage's root, with `/` separators.  StorageFS
+below lists every method and attribute larch uses; the reading hints
+have defaults that storage without such abilities keeps.
 """
 
+import abc
 import errno
 import os
 import tempfile
+
+
+class StorageFS(abc.ABC):
+    """What larch needs from its storage (all of it; nothing else is used).
+
+    Subclass it, or provide the same names: larch calls them without
+    asking whether they exist.
+    """
+
+    # Whether read_files is faster than reading one file after another
+    # (storage with a round trip per read).  Then larch reads the nodes
+    # it knows it will need together; otherwise it hints them (read_ahead).
+    reads_in_batches = False
+
+    @abc.abstractmethod
+    def read_file(self, path):
+        """The file's bytes; FileNotFoundError if absent."""
+
+    @abc.abstractmethod
+    def write_file(self, path, data):
+        """Atomic create-or-replace; makes missing parent directories."""
+
+    @abc.abstractmethod
+    def exists(self, path):
+        """Whether a file or directory is there."""
+
+    @abc.abstractmethod
+    def isdir(self, path):
+        """Whether path is a directory."""
+
+    @abc.abstractmethod
+    def listdir(self, path):
+        """Names in a directory; FileNotFoundError if absent."""
+
+    @abc.abstractmethod
+    def makedirs(self, path):
+        """Make a directory and its parents; no error if it exists."""
+
+    @abc.abstractmethod
+    def remove(self, path):
+        """Delete a file; FileNotFoundError if absent."""
+
+    @abc.abstractmethod
+    def rename(self, old, new):
+        """Atomic; replaces new; makes new's parent directories."""
+
+    def read_files(self, paths):
+        """read_file of each path, in order; raises like read_file for the
+        first that fails.  Storage that reads in batches overrides it."""
+        return [self.read_file(path) for path in paths]
+
+    def read_ahead(self, paths):
+        """A hint: these files will be read soon, in this order (storage
+        that can prepare them meanwhile may).  By default nothing."""
 
 
 def _clean(path):
@@ -26,7 +73,7 @@ def _clean(path):
     return '/'.join(parts)
 
 
-class LocalFS:
+class LocalFS(StorageFS):
     """StorageFS on the local disk, below directory `root`."""
 
     def __init__(self, root):
@@ -83,7 +130,7 @@ class LocalFS:
         os.replace(self._full(old), full_new)
 
 
-class MemoryFS:
+class MemoryFS(StorageFS):
     """StorageFS kept in a dict; for tests and throwaway forests."""
 
     def __init__(self):
