@@ -24,8 +24,8 @@ symlink; the ancestors of a path asked for by name are checked with lstat
 
 Before fetching a chunk it has not announced, the restorer tells the
 repository which chunks come next (`prefetch_chunks`): the rest of the
-current file and the regular files the walk reaches next, up to
-READ_AHEAD_CHUNKS chunks or about READ_AHEAD_BYTES.  Over SFTP that turns
+current file and the regular files the walk reaches next, within the
+limits of obnamlib.engine.read_ahead.  Over SFTP that turns
 two round trips per small file into a few per window.
 """
 
@@ -39,6 +39,8 @@ import obnamlib.errors
 import obnamlib.engine.live_metadata
 import obnamlib.repo.metadata
 from obnamlib.engine import stored_names
+from obnamlib.engine.read_ahead import (READ_AHEAD_NAMES, HintSchedule,
+                                        chunk_size_guess)
 
 
 class RestoreTargetNotEmpty(obnamlib.errors.ObnamError):
@@ -94,13 +96,6 @@ class RestoreStats:
 
 _DEVICE_OR_SPECIAL = (stat.S_IFIFO, stat.S_IFSOCK, stat.S_IFCHR, stat.S_IFBLK)
 
-# One prefetch hint names at most this many chunks (a small file has one)
-# and about this much data (estimated from the files' sizes).
-READ_AHEAD_CHUNKS = 64
-READ_AHEAD_BYTES = 32 * 1024 * 1024
-READ_AHEAD_NAMES = 1024     # names looked at for one hint, at most
-
-
 class Restorer:
     """Restores paths of one generation into `target` (bytes) on `fs`."""
 
@@ -121,9 +116,7 @@ class Restorer:
         self.stats = RestoreStats()
         self.failed = False
         self.hard_links = {}
-        self.walk = None          # the walk's levels, for read-ahead
-        self.hints = HintSchedule()
-        self.peeked = {}          # path -> (metadata, chunk ids) looked ahead
+        self.fetcher = _ContentFetcher(repo, gen_id, self._will_link)
 
     # --- the whole run -------------------------------------------------------
 
@@ -208,7 +201,7 @@ class Restorer:
         if not self._make_directory(top):
             return
         stack = [[top, top_md, self._children(top), 0]]
-        self.walk = stack
+        self.fetcher.walk = stack
         while stack:
             level = stack[-1]
             path, md, names, index = level
@@ -229,7 +222,7 @@ class Restorer:
                     stack.append([child, child_md, self._children(child), 0])
             else:
                 self._restore_leaf(child, child_md)
-        self.walk = None
+        self.fetcher.walk = None
 
     def _refuse(self, dirname, name):
         self._failed(os.fsencode(stored_names.shown_path(dirname, name)),
@@ -245,9 +238,9 @@ class Restorer:
     def _metadata(self, path):
         """The path's metadata; if it is unreadable, the failure is reported
         and a name with children still stands for a directory."""
-        peeked = self.peeked.get(path)
+        peeked = self.fetcher.peeked_metadata(path)
         if peeked is not None:
-            return peeked[0]
+            return peeked
         try:
             return self.repo.get_metadata(self.gen, path)
         except obnamlib.errors.ObnamError as e:
@@ -381,7 +374,7 @@ class Restorer:
         digest = hashlib.md5()
         size = 0
         file_pos = 0
-        for data in self._content(path, md):
+        for data in self.fetcher.content(path, md):
             digest.update(data)
             self.stats.bytes += len(data)
             self.reporter.downloaded(len(data))
@@ -393,7 +386,34 @@ class Restorer:
             size += len(data)
         return digest, size
 
-    def _content(self, path, md):
+    def _will_link(self, md):
+        key = _link_key(md)
+        return key is not None and key in self.hard_links
+
+
+class _ContentFetcher:
+    """Regular files' content in the restore's order, with prefetch hints:
+    before fetching a chunk no hint named, the rest of the file and the
+    regular files the walk reaches next are announced.  Files looked at
+    ahead are remembered (peeked), so the walk does not ask twice."""
+
+    def __init__(self, repo, gen_id, will_link):
+        """will_link(metadata): whether the restore links that file to an
+        earlier name instead of fetching its content."""
+        self.repo = repo
+        self.gen = gen_id
+        self.will_link = will_link
+        self.walk = None          # the restore walk's levels, while walking
+        self.hints = HintSchedule()
+        self.peeked = {}          # path -> (metadata, chunk ids) looked ahead
+
+    def peeked_metadata(self, path):
+        """The metadata of path if it was looked at ahead, else None."""
+        peeked = self.peeked.get(path)
+        return None if peeked is None else peeked[0]
+
+    def content(self, path, md):
+        """The file's content, piece by piece, announcing chunks ahead."""
         peeked = self.peeked.pop(path, None)
         if peeked is None:      # a peeked file's content is in chunks
             data = self.repo.get_file_data(self.gen, path)
@@ -406,8 +426,6 @@ class Restorer:
             if self.hints.due(chunk_id):
                 self._hint(md, chunk_ids, i)
             yield self.repo.get_chunk_content(chunk_id)
-
-    # --- read-ahead ----------------------------------------------------------
 
     def _hint(self, md, chunk_ids, start):
         """Announce the next chunks: this file's from `start`, then the
@@ -453,7 +471,7 @@ class Restorer:
                     pending.append(
                         (path, self.repo.get_file_children(self.gen, path), 0))
                     continue
-                if not _fetches_content(md) or self._will_link(md):
+                if not _fetches_content(md) or self.will_link(md):
                     continue
                 if self.repo.get_file_data(self.gen, path) is not None:
                     continue
@@ -463,66 +481,6 @@ class Restorer:
                 continue        # reported when the restore gets there
             self.peeked[path] = (md, ids)
             yield path
-
-    def _will_link(self, md):
-        key = _link_key(md)
-        return key is not None and key in self.hard_links
-
-
-class HintSchedule:
-    """When reading a chunk calls for a new prefetch hint: at a chunk no
-    hint named, and at the middle of the last hint, so that the next one
-    goes out before this one runs dry (restore, verify)."""
-
-    def __init__(self):
-        self.hinted = set()       # chunk ids of the last two hints
-        self.last = set()         # of the last one
-        self.refill_at = None
-
-    def due(self, chunk_id):
-        return chunk_id not in self.hinted or chunk_id == self.refill_at
-
-    def window(self, chunk_id):
-        """An empty window for the hint due at chunk_id: at a refill it
-        skips what the last hint named."""
-        return ReadAheadWindow(skip=self.last if chunk_id in self.hinted
-                               else ())
-
-    def sent(self, window):
-        ids = window.chunk_ids
-        self.hinted = window.seen
-        self.last = set(ids)
-        self.refill_at = ids[len(ids) // 2] if ids else None
-
-
-class ReadAheadWindow:
-    """The chunk ids of one prefetch hint, without repeats, in order."""
-
-    def __init__(self, skip=()):
-        self.chunk_ids = []
-        self.seen = set(skip)     # named by the hint before: not again
-        self.bytes = 0
-
-    def full(self):
-        return (len(self.chunk_ids) >= READ_AHEAD_CHUNKS or
-                self.bytes >= READ_AHEAD_BYTES)
-
-    def add(self, chunk_ids, chunk_size):
-        for chunk_id in chunk_ids:
-            if self.full():
-                return
-            if chunk_id not in self.seen:
-                self.seen.add(chunk_id)
-                self.chunk_ids.append(chunk_id)
-                self.bytes += chunk_size
-
-
-def chunk_size_guess(md, chunk_ids):
-    """A chunk's size, guessed from the file's size (the last one may be
-    short)."""
-    if not chunk_ids or not md.st_size:
-        return 0
-    return -(-md.st_size // len(chunk_ids))
 
 
 def _link_key(md):

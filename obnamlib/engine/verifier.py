@@ -25,8 +25,8 @@ import stat as stat_module
 import obnamlib.errors
 import obnamlib.engine.live_metadata
 from obnamlib.engine import stored_names
-from obnamlib.engine.restorer import (READ_AHEAD_NAMES, HintSchedule,
-                               chunk_size_guess)
+from obnamlib.engine.read_ahead import (READ_AHEAD_NAMES, HintSchedule,
+                                        chunk_size_guess)
 
 
 class VerifyFailure(obnamlib.errors.ObnamError):

@@ -11,6 +11,7 @@ import pytest
 
 import obnamlib.errors
 import obnamlib.repo.factory
+import obnamlib.engine.read_ahead
 import obnamlib.engine.restorer
 import obnamlib.vfs.local
 from obnamlib.engine.live_metadata import encode_xattrs
@@ -910,7 +911,7 @@ def test_every_chunk_is_announced_before_it_is_read(world):
         else:
             assert value in last_two[0] | last_two[1]
             read_of_last += value in last_two[1]
-    assert all(len(ids) <= obnamlib.engine.restorer.READ_AHEAD_CHUNKS
+    assert all(len(ids) <= obnamlib.engine.read_ahead.READ_AHEAD_CHUNKS
                for ids in hints)
     # 'big' (71 chunks), f000-f099 (100 chunks) and sub/x (3 chunks: a
     # window goes on into the directories the walk enters next), each
@@ -928,7 +929,7 @@ def test_read_ahead_stops_at_its_byte_limit(world, monkeypatch):
         (live / ('f%d' % i)).write_bytes(os.urandom(3 * 4096))
     repo = rh.new_repository(tmp / 'repo')
     gen = rh.store_tree(repo, str(live))
-    monkeypatch.setattr(obnamlib.engine.restorer, 'READ_AHEAD_BYTES', 4 * 4096)
+    monkeypatch.setattr(obnamlib.engine.read_ahead, 'READ_AHEAD_BYTES', 4 * 4096)
     events = record_hints_and_reads(repo)
     r, _ = restorer(repo, gen, tmp / 'target')
     r.restore()
@@ -977,7 +978,7 @@ def test_hint_schedule_calls_for_the_next_hint_half_way():
     """Restore and verify share it: a chunk no hint named, or the middle
     of the last hint, calls for the next; a refill skips what the last
     hint named."""
-    hints = obnamlib.engine.restorer.HintSchedule()
+    hints = obnamlib.engine.read_ahead.HintSchedule()
     assert hints.due(1)
     first = hints.window(1)
     first.add([1, 2, 3, 4], 10)
