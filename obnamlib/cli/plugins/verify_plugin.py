@@ -11,7 +11,7 @@ import obnamlib.errors
 import obnamlib.engine.verifier
 import obnamlib.cli.settings
 from obnamlib.cli import plugin
-from obnamlib.cli.plugins.backup_plugin import open_live_fs
+from obnamlib.cli.live_fs import open_live_fs
 
 
 class WrongNumberOfGenerationsForVerify(obnamlib.errors.ObnamError):
