@@ -25,7 +25,7 @@ import sys
 import textwrap
 import traceback
 
-from obnamlib.cli import cmdline, config_files, log_setup, ui
+from obnamlib.cli import cmdline, config_files, interruption, log_setup, ui
 from obnamlib import errors
 from obnamlib.cli.memory_profile import MemoryProfiler
 from obnamlib.cli.settings import Settings, Uncoded
@@ -204,7 +204,8 @@ class Application:
 
     def _run(self, args=None):
         try:
-            self._run_subcommand(sys.argv[1:] if args is None else args)
+            with interruption.announced(self.progname, self.stderr):
+                self._run_subcommand(sys.argv[1:] if args is None else args)
         except BaseException as e:
             self.exit_code = self._report_failure(e)
         finally:
@@ -292,9 +293,11 @@ class Application:
         """Tell the user in one line, the log in full; return exit code."""
         if isinstance(e, SystemExit):
             return self._system_exit(e)
-        if isinstance(e, KeyboardInterrupt):
-            self._log_traceback('Interrupted by the user')
-            return 255
+        interrupted = interruption.exit_code(e)
+        if interrupted is not None:
+            self._log_traceback('Interrupted by %s' % (
+                'the user' if isinstance(e, KeyboardInterrupt) else 'SIGTERM'))
+            return interrupted
         if isinstance(e, BrokenPipeError):
             return 1
         if isinstance(e, OSError) and e.errno is not None:

@@ -1,0 +1,136 @@
+"""Ctrl-C and SIGTERM: a line on stderr at once, cleanup, locks released,
+the repository as it was before the run; a second signal stops at once."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests import paths
+
+NOTICE = (b'%s: interrupted, cleaning up (press Ctrl-C again to stop at '
+          b'once)\n')
+
+# A command that says it is running, then waits for a line on stdin;
+# `slow-cleanup` also waits in its cleanup, so a second signal can come.
+WAITING_APP = '''
+import sys
+sys.path.insert(0, %(checkout)r)
+import obnamlib.cli.app
+
+class App(obnamlib.cli.app.ObnamApp):
+    def cmd_wait(self, args):
+        print('running', flush=True)
+        sys.stdin.readline()
+    def cmd_slow_cleanup(self, args):
+        try:
+            print('running', flush=True)
+            sys.stdin.readline()
+        finally:
+            print('cleaning', flush=True)
+            sys.stdin.readline()
+
+app = App()
+app.run()
+sys.exit(app.exit_code)
+'''
+
+
+@pytest.fixture
+def waiting_app(tmp_path):
+    script = tmp_path / 'waiting_app.py'
+    script.write_text(WAITING_APP % {'checkout': paths.CHECKOUT})
+    return str(script)
+
+
+def start(argv, tmp_path):
+    return subprocess.Popen(
+        argv, env={'HOME': str(tmp_path), 'PATH': '/usr/bin:/bin',
+                   'LC_ALL': 'C.UTF-8'},
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def start_waiting(script, command, tmp_path):
+    proc = start([sys.executable, script, '--no-default-configs', '--log',
+                  str(tmp_path / 'log'), command], tmp_path)
+    assert proc.stdout.readline() == b'running\n'
+    return proc
+
+
+@pytest.mark.parametrize('signum, code', [(signal.SIGINT, 255),
+                                          (signal.SIGTERM, 143)])
+def test_a_signal_is_announced_at_once_and_ends_the_run(
+        waiting_app, tmp_path, signum, code):
+    proc = start_waiting(waiting_app, 'wait', tmp_path)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, out, err) == (code, b'', NOTICE % b'obnam')
+    log = (tmp_path / 'log').read_text()
+    assert ('Interrupted by the user' if signum == signal.SIGINT
+            else 'Interrupted by SIGTERM') in log
+
+
+def test_a_second_signal_during_cleanup_stops_at_once(waiting_app, tmp_path):
+    proc = start_waiting(waiting_app, 'slow-cleanup', tmp_path)
+    proc.send_signal(signal.SIGINT)
+    assert proc.stdout.readline() == b'cleaning\n'
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, out, err) == (
+        255, b'', NOTICE % b'obnam' + b'obnam: stopped at once\n')
+
+
+# --- a real backup, interrupted -------------------------------------------
+
+def obnam(repo, tmp_path, *args):
+    return [sys.executable, paths.OBNAM, '--no-default-configs', '--log',
+            str(tmp_path / 'obnam.log'), '--repository', str(repo)] + \
+        list(args)
+
+
+def lock_files(repo):
+    return sorted(os.path.relpath(os.path.join(d, n), repo)
+                  for d, _, names in os.walk(repo) for n in names
+                  if n == 'lock')
+
+
+def wait_for_lock(repo, proc):
+    """Until the running backup holds its client lock (or has ended)."""
+    deadline = time.monotonic() + 60
+    while not lock_files(repo) and proc.poll() is None:
+        assert time.monotonic() < deadline, 'the backup took no lock'
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize('signum, code', [(signal.SIGINT, 255),
+                                          (signal.SIGTERM, 143)])
+def test_an_interrupted_backup_leaves_the_repository_as_it_was(
+        tmp_path, signum, code):
+    """The file being read is 64 GiB of holes, so the run is certainly
+    still reading when the signal comes; its one chunk (zeros) is
+    already stored, so the interrupted run adds nothing."""
+    src, repo = tmp_path / 'src', tmp_path / 'repo'
+    src.mkdir()
+    (src / 'zeros').write_bytes(bytes(1024 * 1024))
+    first = subprocess.run(obnam(repo, tmp_path, 'backup', str(src)),
+                           capture_output=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    before = subprocess.run(obnam(repo, tmp_path, 'generations'),
+                            capture_output=True, timeout=60).stdout
+    with open(src / 'holes', 'wb') as f:
+        f.truncate(64 * 1024 ** 3)
+    proc = start(obnam(repo, tmp_path, 'backup', str(src)), tmp_path)
+    wait_for_lock(repo, proc)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (code, NOTICE % b'obnam')
+    assert lock_files(repo) == []
+    after = subprocess.run(obnam(repo, tmp_path, 'generations'),
+                           capture_output=True, timeout=60)
+    assert (after.returncode, after.stdout) == (0, before)
+    fsck = subprocess.run(obnam(repo, tmp_path, 'fsck'),
+                          capture_output=True, timeout=120)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
