@@ -12,10 +12,9 @@ import signal
 import threading
 import traceback
 
-from obnamlib.repo.storage import filters
 from obnamlib.crypto import reply_ring
-from obnamlib.crypto.cipher_process import described_error, seal
 from obnamlib.crypto.frame_pipe import Channel
+from obnamlib.crypto.tag_chain import seal, unwrap
 
 # Bytes of requests the helper reads ahead of its work, at most (_Inbox).
 INBOX_BYTES = 8 << 20
@@ -135,6 +134,14 @@ def _size(parts):
     return sum(len(part) for part in parts)
 
 
+def described_error(error):
+    """An exception as plain data the parent can raise again
+    (cipher_process.rebuilt_error)."""
+    if isinstance(error, OSError):
+        return ('os', error.errno, error.strerror, error.filename)
+    return ('other', None, str(error), None)
+
+
 class _Server:
 
     def __init__(self, fs, cipher, replies, ring=None):
@@ -171,7 +178,7 @@ class _Server:
     def _read(self, path, passphrase):
         try:
             stored = self.fs.read_file(path)
-            data = filters.unwrap(
+            data = unwrap(
                 stored,
                 lambda data: self.cipher.decrypt_in_scratch(data, passphrase),
                 filename=path, copy=False)

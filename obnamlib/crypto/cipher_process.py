@@ -27,9 +27,11 @@ import sys
 
 import obnamlib
 from obnamlib import errors
-from obnamlib.repo.storage import filters
 from obnamlib.crypto import reply_ring
 from obnamlib.crypto.frame_pipe import Channel, new_pipe
+# The helper seals with them too; the storage layer (repo_fs) calls them here.
+from obnamlib.crypto.tag_chain import (  # noqa: F401
+    can_seal, seal, sealed_size)
 
 # Read-ahead requests unanswered at once, at most: the replies waiting
 # to be taken are bounded by this many files.
@@ -47,25 +49,6 @@ _BOOT = ('import sys; sys.path.insert(0, sys.argv[1]); '
 class CipherProcessFailed(errors.ObnamError):
     code = 'RD910FX'
     msg = 'The encryption helper process failed: {reason}'
-
-
-def seal(cipher, parts, passphrase):
-    """The stored bytes of an encrypted file whose unencrypted tag chain
-    is `parts` (filters.unencrypted_parts), as a view of this thread's
-    scratch buffer: write them out before sealing the next file."""
-    return cipher.encrypt_in_scratch(parts, passphrase,
-                                     lead=filters.ENCRYPT1_PREFIX)
-
-
-def can_seal(cipher):
-    return hasattr(cipher, 'encrypt_in_scratch') and \
-        hasattr(cipher, 'encrypted_size')
-
-
-def sealed_size(cipher, parts, passphrase):
-    """len(seal(cipher, parts, passphrase)), without encrypting."""
-    return len(filters.ENCRYPT1_PREFIX) + cipher.encrypted_size(
-        sum(len(part) for part in parts), passphrase)
 
 
 class CipherProcess:
@@ -344,14 +327,8 @@ class CipherProcess:
             self.ring = None
 
 
-def described_error(error):
-    """An exception as plain data the parent can raise again."""
-    if isinstance(error, OSError):
-        return ('os', error.errno, error.strerror, error.filename)
-    return ('other', None, str(error), None)
-
-
 def rebuilt_error(described):
+    """The exception a helper reported (cipher_helper.described_error)."""
     kind, number, text, filename = described
     if kind == 'os' and number is not None:
         return OSError(number, text, filename)

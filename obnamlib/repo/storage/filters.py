@@ -6,30 +6,18 @@ toplevel's key.  The writer always applies compression first, encryption
 second, and each filter may decline to act (compression that does not
 shrink the data is skipped, §3.4).  The cipher is pluggable: any object
 with `encrypt(data, passphrase)` and `decrypt(data, passphrase)`.
+
+The framing both obnam and its cipher helper process need (the tags,
+`unwrap` and its errors, sealing) is obnamlib.crypto.tag_chain's: the
+storage imports crypto, never the reverse.  Its reading names are
+imported here, so that the storage layer has one module for the chain.
 """
 
 import zlib
 
-from obnamlib import errors
-
-END = b''
-DEFLATE = b'deflate'
-ENCRYPT1 = b'encrypt1'
-
-
-class EncryptedFileWithoutKey(errors.ObnamError):
-    code = 'R9387DX'
-    msg = ('{filename} is encrypted, but no encryption key is available '
-           'for its toplevel (use --encrypt-with or check your keyring)')
-
-
-class CorruptCompressedData(errors.ObnamError):
-    code = 'R70655X'
-    msg = '{filename}: compressed data is damaged: {reason}'
-
-
-def tagged(tag, data):
-    return tag + b'\0' + data
+from obnamlib.crypto.tag_chain import (  # noqa: F401 (unwrap and errors)
+    DEFLATE, END, ENCRYPT1, ENCRYPT1_PREFIX, CorruptCompressedData,
+    EncryptedFileWithoutKey, tagged, unwrap)
 
 
 def compress(data):
@@ -55,66 +43,13 @@ def wrap(payload, compression=False, encrypt=None):
 
 def unencrypted_parts(payload, compression=False):
     """The tag chain up to encryption, as parts to concatenate: a cipher
-    that takes parts (cipher_process.seal) never copies the payload to
+    that takes parts (tag_chain.seal) never copies the payload to
     put a tag in front of it."""
     if compression:
         packed = compress(tagged(END, payload))
         if packed is not None:
             return (DEFLATE + b'\0', packed)
     return (END + b'\0', payload)
-
-
-ENCRYPT1_PREFIX = tagged(ENCRYPT1, b'')
-
-
-def unwrap(data, decrypt=None, filename='', copy=True):
-    """The payload inside stored bytes, undoing filters as the tags say.
-
-    decrypt: None (no key known) or a callable taking the ciphertext as a
-    bytes-like object (a memoryview) and returning a bytes-like plaintext.
-    Layers are peeled as views, so a large file is copied only once, into
-    the bytes returned (copy=False: not at all, a view is returned)."""
-    view = memoryview(data)
-    while True:
-        tag, rest = _split_tag(view)
-        if tag == END:
-            return bytes(rest) if copy else rest
-        if tag == DEFLATE:
-            view = memoryview(_decompress(rest, filename))
-        elif tag == ENCRYPT1:
-            if decrypt is None:
-                raise EncryptedFileWithoutKey(filename=filename)
-            view = memoryview(decrypt(rest))
-        else:
-            raise errors.MissingFilterError(tagname=_shown_tag(tag))
-
-
-# Tags are short words: look for the NUL in this many leading bytes first.
-_TAG_PROBE = 64
-
-
-def _shown_tag(tag):
-    """A tag for an error line: a damaged file's "tag" can be megabytes."""
-    if len(tag) <= _TAG_PROBE:
-        return tag
-    return tag[:_TAG_PROBE] + b'... (%d bytes)' % len(tag)
-
-
-def _split_tag(view):
-    """(tag bytes, view of the rest) at the first NUL of view."""
-    end = bytes(view[:_TAG_PROBE]).find(b'\0')
-    if end < 0 and len(view) > _TAG_PROBE:
-        end = bytes(view).find(b'\0')     # an unusually long tag
-    if end < 0:
-        raise errors.NoFilterTagError()
-    return bytes(view[:end]), view[end + 1:]
-
-
-def _decompress(data, filename):
-    try:
-        return zlib.decompress(data)
-    except zlib.error as e:
-        raise CorruptCompressedData(filename=filename, reason=str(e))
 
 
 def unwrap_format5(data, decrypt=None, filename=''):
