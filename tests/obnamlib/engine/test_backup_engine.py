@@ -851,7 +851,7 @@ class ConnectionDropping:
         return getattr(self.fs, name)
 
     def _lost(self):
-        from obnamlib.vfs.sftp import SftpConnectionLost
+        from obnamlib.vfs.sftp.errors import SftpConnectionLost
         return SftpConnectionLost(hostname='client', reason='EOF')
 
     def _count(self, name):
@@ -874,7 +874,7 @@ def test_lost_connection_ends_the_run_at_once_keeping_checkpoints(
         tmp_path, where):
     """A fatal error is not a per-file error: the run stops with it alone,
     unlocked, its checkpoints kept, and the next run completes."""
-    from obnamlib.vfs.sftp import SftpConnectionLost
+    from obnamlib.vfs.sftp.errors import SftpConnectionLost
     live = tmp_path / 'live'
     for d in range(10):
         (live / ('d%d' % d)).mkdir(parents=True)
@@ -909,7 +909,7 @@ def test_lost_connection_ends_the_run_at_once_keeping_checkpoints(
 
 
 def test_lost_connection_at_a_root_is_not_a_missing_root(tmp_path):
-    from obnamlib.vfs.sftp import SftpConnectionLost
+    from obnamlib.vfs.sftp.errors import SftpConnectionLost
 
     class DeadAtOnce(ConnectionDropping):
         def lstat(self, path):

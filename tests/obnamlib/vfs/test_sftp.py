@@ -21,8 +21,12 @@ import paramiko
 import pytest
 
 from obnamlib import errors
-from obnamlib.vfs import ssh_auth, sftp as vfs_sftp
-from obnamlib.vfs.sftp import SftpFS, SftpUrl
+from obnamlib.vfs.sftp import ssh_auth, wire as sftp_wire
+from obnamlib.vfs.sftp.errors import HardlinkError, SftpConnectionLost
+from obnamlib.vfs.sftp.fs import SftpFS
+from obnamlib.vfs.sftp.limits import CHUNK, PREFETCH_SIZE
+from obnamlib.vfs.sftp.url import InvalidPortError, SftpUrl, \
+    WrongURLSchemeError
 from tests.obnamlib.vfs_conformance import VfsConformance
 from tests.sshd_server import SshdServer, generate_key, public_key_line
 
@@ -181,7 +185,7 @@ def test_url_ipv6_literal():
 
 @pytest.mark.parametrize('port', ['abc', '0', '70000', '-1'])
 def test_url_bad_port_is_invalid_port_error(port):
-    with pytest.raises(vfs_sftp.InvalidPortError) as e:
+    with pytest.raises(InvalidPortError) as e:
         SftpUrl('sftp://host:%s/x' % port)
     assert e.value.code == 'R5914DX'
     assert str(e.value).startswith(
@@ -189,7 +193,7 @@ def test_url_bad_port_is_invalid_port_error(port):
 
 
 def test_non_sftp_url_is_wrong_scheme():
-    with pytest.raises(vfs_sftp.WrongURLSchemeError) as e:
+    with pytest.raises(WrongURLSchemeError) as e:
         SftpUrl('ssh://host/x')
     assert str(e.value) == (
         'RB8E98X: SftpFS used with non-sftp URL: ssh://host/x')
@@ -200,12 +204,12 @@ def test_pinned_error_codes():
     assert ssh_auth.NoHostKeyOfWantedTypeError.code == 'R8AAC1X'
     assert ssh_auth.WrongHostKeyError.code == 'R47416X'
     assert ssh_auth.KeyAuthenticationError.code == 'RCB0CAX'
-    assert vfs_sftp.HardlinkError.code == 'R02C17X'
+    assert HardlinkError.code == 'R02C17X'
     known = {cls.code for cls in errors.all_error_classes()
              if cls not in (ssh_auth.SshConnectError,
-                            vfs_sftp.SftpConnectionLost)}
+                            SftpConnectionLost)}
     assert ssh_auth.SshConnectError.code not in known
-    assert vfs_sftp.SftpConnectionLost.code not in known
+    assert SftpConnectionLost.code not in known
 
 
 def test_openssh_command_line_passes_url_parts_and_policy(sshd):
@@ -479,13 +483,13 @@ def test_dropped_connection_is_a_clear_error(sshd, transport, remote_dir):
     try:
         fs.write_file('before', b'1')
         assert kill_sessions(sshd) > 0
-        with pytest.raises(vfs_sftp.SftpConnectionLost) as e:
+        with pytest.raises(SftpConnectionLost) as e:
             for i in range(3):
                 fs.write_file('after%d' % i, b'2' * 100000)
         assert one_line(e.value).startswith(
             '%s: Lost the SSH connection to 127.0.0.1: ' %
-            vfs_sftp.SftpConnectionLost.code)
-        with pytest.raises(vfs_sftp.SftpConnectionLost):
+            SftpConnectionLost.code)
+        with pytest.raises(SftpConnectionLost):
             fs.read_file('before')
     finally:
         fs.close()
@@ -951,7 +955,7 @@ def test_round_trips_per_operation(fs, remote_dir):
 def test_prefetch_reads_small_files_together(fs, remote_dir):
     base = os.fsencode(remote_dir)
     small = os.urandom(1000)
-    large = os.urandom(vfs_sftp.PREFETCH_SIZE + 1000)
+    large = os.urandom(PREFETCH_SIZE + 1000)
     (remote_dir / 'small').write_bytes(small)
     (remote_dir / 'large').write_bytes(large)
     (remote_dir / 'empty').write_bytes(b'')
@@ -1080,7 +1084,7 @@ def test_lost_connection_while_restoring_metadata_is_not_a_step_error(
         md = metadata.Metadata(st_mode=stat.S_IFREG | 0o600,
                                xattr=live_metadata.encode_xattrs(
                                    [(b'user.x', b'1')]))
-        with pytest.raises(vfs_sftp.SftpConnectionLost):
+        with pytest.raises(SftpConnectionLost):
             live_metadata.MetadataApplier(fs, euid=0).apply(b'/x', md)
     finally:
         fs.close()
@@ -1139,13 +1143,13 @@ def test_replies_spanning_many_reads_of_the_connection_are_whole(
         fs, remote_dir):
     """Full READ replies (CHUNK bytes: more than a pipe holds) and the
     short last one are cut out of the received bytes intact."""
-    data = os.urandom(vfs_sftp.CHUNK * 3 + 5)
+    data = os.urandom(CHUNK * 3 + 5)
     (remote_dir / 'big').write_bytes(data)
     assert fs.read_file('big') == data
 
 
 class _FakeSftp:
-    """Just what obnamlib.vfs.sftp._Wire reads from a paramiko client:
+    """Just what obnamlib.vfs.sftp.wire.Wire reads from a paramiko client:
     a socket (here one that has nothing more to give) and a number."""
 
     class sock:
@@ -1164,7 +1168,7 @@ def _data_packet(num, data, declared=None, extra=b''):
 
 
 def test_a_data_reply_gives_exactly_the_bytes_it_declares():
-    wire = vfs_sftp._Wire(_FakeSftp())
+    wire = sftp_wire.Wire(_FakeSftp())
     wire.incoming += _data_packet(7, b'content', extra=b'\x01')
     kind, num, msg = wire._next_packet()
     assert (kind, num, msg.get_string()) == (103, 7, b'content')

@@ -15,7 +15,7 @@ from obnamlib.repo.storage.repo_fs import RepositoryFS
 from obnamlib.engine.restorer import Restorer
 from obnamlib.vfs.local import LocalFS
 from obnamlib.engine.verifier import Verifier
-from obnamlib.vfs.sftp import SftpFS
+from obnamlib.vfs.sftp.fs import SftpFS
 from tests.file_tree import snapshot
 from tests.gpg_fixture import gpg_home  # noqa: F401 (a fixture)
 from tests.obnamlib.restore_helpers import CLIENT, back_up

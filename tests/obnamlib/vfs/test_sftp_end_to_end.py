@@ -20,9 +20,9 @@ import time
 import pytest
 
 from obnamlib.repo import factory as repo_factory
-from obnamlib.vfs import ssh_auth
+from obnamlib.vfs.sftp import ssh_auth
 from obnamlib.engine.backup_engine import ancestors
-from obnamlib.vfs.sftp import SftpFS
+from obnamlib.vfs.sftp.fs import SftpFS
 from tests.gpg_fixture import gpg_home  # noqa: F401 (a fixture)
 from tests.obnamlib.repo_interface_conformance import RepositoryConformance
 from tests.obnamlib.vfs.test_sftp import (  # noqa: F401 (a fixture)
