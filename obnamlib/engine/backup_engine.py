@@ -11,12 +11,16 @@ unreferenced chunks.  Checkpoints (§6.7) commit the work so far every
 The engine never prints: it reports through a BackupProgress.
 """
 
+import dataclasses
 import errno
+import functools
 import hashlib
 import logging
 import os
+import re
 import stat as stat_module
 import time
+import typing
 
 import obnamlib.engine.chunker
 import obnamlib.errors
@@ -77,37 +81,49 @@ _PLACEHOLDER_DIR = obnamlib.repo.metadata.Metadata(
     st_mode=stat_module.S_IFDIR | 0o777)
 
 
+def _now():
+    return int(time.time())
+
+
+@dataclasses.dataclass(frozen=True)
 class BackupOptions:
     """The settings a backup run uses (the command fills these in)."""
 
-    def __init__(self, client_name, chunk_size=1024 * 1024,
-                 checkpoint=1024 ** 3, deduplicate='fatalist',
-                 leave_checkpoints=False, pretend=False, now=None,
-                 exclusions=None, fail_matching=(), repository_url='',
-                 key_id=''):
-        self.client_name = client_name
-        self.chunk_size = max(1, int(chunk_size))
-        self.checkpoint = int(checkpoint)
-        if deduplicate not in DEDUP_MODES:
-            # Only a config file can say this (the option is a choice).
-            logging.error('Unknown --deduplicate value %r: using "never"',
-                          deduplicate)
-            deduplicate = 'never'
-        self.deduplicate = deduplicate
-        self.leave_checkpoints = leave_checkpoints
-        self.pretend = pretend
-        self.now = now or _now
-        self.exclusions = exclusions or walker.Exclusions()
-        # --testing-fail-matching: compiled regexps; reading a matching
-        # file fails with ENOENT (for tests of per-file errors as root).
-        self.fail_matching = list(fail_matching)
-        self.repository_url = repository_url
-        # --encrypt-with: recorded in the client list for client-keys.
-        self.key_id = key_id or ''
+    client_name: str
+    chunk_size: int = 1024 * 1024
+    checkpoint: int = 1024 ** 3
+    deduplicate: str = 'fatalist'
+    leave_checkpoints: bool = False
+    pretend: bool = False
+    now: typing.Optional[typing.Callable[[], int]] = _now
+    exclusions: typing.Optional[walker.Exclusions] = None
+    # --testing-fail-matching: compiled regexps; reading a matching
+    # file fails with ENOENT (for tests of per-file errors as root).
+    fail_matching: typing.Sequence[re.Pattern] = ()
+    repository_url: str = ''
+    # --encrypt-with: recorded in the client list for client-keys.
+    key_id: str = ''
+
+    def __post_init__(self):
+        """Normalise what the command or a test passed (frozen, so
+        through object.__setattr__, as the dataclasses documentation says)."""
+        normalise = functools.partial(object.__setattr__, self)
+        normalise('chunk_size', max(1, int(self.chunk_size)))
+        normalise('checkpoint', int(self.checkpoint))
+        normalise('deduplicate', _known_dedup_mode(self.deduplicate))
+        normalise('now', self.now or _now)
+        normalise('exclusions', self.exclusions or walker.Exclusions())
+        normalise('fail_matching', tuple(self.fail_matching))
+        normalise('key_id', self.key_id or '')
 
 
-def _now():
-    return int(time.time())
+def _known_dedup_mode(deduplicate):
+    if deduplicate in DEDUP_MODES:
+        return deduplicate
+    # Only a config file can say this (the option is a choice).
+    logging.error('Unknown --deduplicate value %r: using "never"',
+                  deduplicate)
+    return 'never'
 
 
 class _LiveError(Exception):

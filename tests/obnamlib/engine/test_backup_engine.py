@@ -1,5 +1,6 @@
 """The backup engine against a real format-6 repository on disk."""
 
+import dataclasses
 import errno
 import hashlib
 import os
@@ -119,6 +120,19 @@ def assert_generation_is(repo, gen, root, manifest):
 
 
 # --- round trips -----------------------------------------------------------
+
+def test_options_normalise_what_they_are_given_and_stay_fixed():
+    options = backup_engine.BackupOptions(
+        'host', chunk_size=0, checkpoint='5', deduplicate='bogus', now=None,
+        exclusions=None, fail_matching=[re.compile(b'x')], key_id=None)
+    assert (options.chunk_size, options.checkpoint, options.deduplicate,
+            options.key_id) == (1, 5, 'never', '')
+    assert isinstance(options.now(), int)
+    assert isinstance(options.exclusions, walker.Exclusions)
+    assert options.fail_matching == (re.compile(b'x'),)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.chunk_size = 2
+
 
 def test_every_object_type_round_trips_and_each_generation_keeps_its_state(
         tmp_path):
