@@ -163,6 +163,6 @@ def open_vfs(url, settings=None):
         local = importlib.import_module('obnamlib.vfs.local')
         return local.LocalFS(url)
     if scheme == 'sftp':
-        sftp = importlib.import_module('obnamlib.vfs.sftp')
+        sftp = importlib.import_module('obnamlib.vfs.sftp.fs')
         return sftp.SftpFS(url, settings=settings)
     raise obnamlib.errors.UnknownVFSError(url=url)
