@@ -3,9 +3,10 @@
 from . import errors
 from .journal import Journal
 from .metadata import ForestMetadata, format_metadata, parse_metadata
+from .node_editor import decrement_node
 from .nodes import IndexNode, HEADER_SIZE
 from .nodestore import NodeStore
-from .tree import Tree, decrement_node
+from .tree import Tree
 from .vfs import LocalFS
 
 DEFAULT_NODE_SIZE = 262144

@@ -10,6 +10,10 @@ HEADER_SIZE = 16
 LEAF_PAIR_OVERHEAD = 4
 INDEX_PAIR_EXTRA = 8
 
+# No B-tree is deeper: each level at least doubles the leaves, and node
+# ids are 64 bits.  A descent that goes on is a loop in a damaged forest.
+MAX_DEPTH = 64
+
 
 class LeafNode:
     __slots__ = ('id', 'keys', 'values', 'size')
