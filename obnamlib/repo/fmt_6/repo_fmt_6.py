@@ -6,10 +6,7 @@ contents live in clientlist, client_forest/client_tree and chunk_indexes;
 chunk files in chunk_store.
 """
 
-import functools
 import time
-
-from obnamlib import larch
 
 from obnamlib import errors
 from obnamlib.repo import interface as repo_interface
@@ -18,6 +15,8 @@ from obnamlib.repo.fmt_6.chunk_indexes import ChunkIndexes, TOPLEVELS as CHUNK_D
 from obnamlib.repo.fmt_6.chunk_store import ChunkStore
 from obnamlib.repo.fmt_6.client_forest import ClientForest
 from obnamlib.repo.fmt_6.clientlist import ClientList
+from obnamlib.repo.fmt_6.damage import reporting_damage
+from obnamlib.repo.fmt_6.gen_id import GenId, client_name_of
 from obnamlib.repo.storage.lockmgr import LockManager
 
 CLIENT_LIST_DIR = '.'
@@ -31,22 +30,6 @@ _GEN_SUBKEYS = {
     repo_interface.GEN_FILE_COUNT: keys.GEN_FILE_COUNT,
     repo_interface.GEN_TOTAL_DATA: keys.GEN_TOTAL_DATA,
 }
-
-
-class GenId(int):
-    """A generation id: the number users see, plus the client it belongs to
-    (numbers are per client, so two clients can both have generation 2)."""
-
-    def __new__(cls, number, client_name):
-        self = super().__new__(cls, number)
-        self.client_name = client_name
-        return self
-
-    def __repr__(self):
-        return 'GenId(%d, %r)' % (int(self), self.client_name)
-
-    def __reduce__(self):
-        return (GenId, (int(self), self.client_name))
 
 
 class RepositoryFormat6(repo_interface.Repository):
@@ -78,6 +61,7 @@ class RepositoryFormat6(repo_interface.Repository):
 
     # --- repository as a whole -----------------------------------------
 
+    @reporting_damage
     def close(self):
         try:
             self.unlock_everything()
@@ -88,6 +72,7 @@ class RepositoryFormat6(repo_interface.Repository):
                 if self.owns_storage:
                     self.fs.close()
 
+    @reporting_damage
     def lock_everything(self):
         self.lock_client_list()
         try:
@@ -100,6 +85,7 @@ class RepositoryFormat6(repo_interface.Repository):
             self._open_client(name, writable=True)
         self.indexes.start_changes()
 
+    @reporting_damage
     def commit_everything(self):
         """Clients first, then the client list, then the indexes (whose
         commit deletes freed chunk files): format-6.md §10.2."""
@@ -112,6 +98,7 @@ class RepositoryFormat6(repo_interface.Repository):
             self.commit_chunk_indexes()
         self.locks.unlock_all()
 
+    @reporting_damage
     def unlock_everything(self):
         if self.indexes.writable:
             self.unlock_chunk_indexes()
@@ -122,6 +109,7 @@ class RepositoryFormat6(repo_interface.Repository):
             self.unlock_client_list()
         self.locks.unlock_all()
 
+    @reporting_damage
     def force_locks(self):
         """Every client directory is its decimal id, so listing the root
         finds every client lock without reading (maybe undecryptable or
@@ -134,9 +122,11 @@ class RepositoryFormat6(repo_interface.Repository):
 
     # --- client list ---------------------------------------------------
 
+    @reporting_damage
     def get_client_names(self):
         return self.client_list.names()
 
+    @reporting_damage
     def lock_client_list(self):
         self.locks.lock([CLIENT_LIST_DIR])
         try:
@@ -145,11 +135,13 @@ class RepositoryFormat6(repo_interface.Repository):
             self.locks.unlock([CLIENT_LIST_DIR])
             raise
 
+    @reporting_damage
     def commit_client_list(self):
         self._require_client_list_lock()
         self.client_list.commit()
         self.locks.unlock([CLIENT_LIST_DIR])
 
+    @reporting_damage
     def unlock_client_list(self):
         self.client_list.discard()
         self.locks.unlock([CLIENT_LIST_DIR])
@@ -158,22 +150,26 @@ class RepositoryFormat6(repo_interface.Repository):
         if not self.client_list.writable:
             raise errors.RepositoryClientListNotLocked()
 
+    @reporting_damage
     def add_client(self, client_name, key_id=''):
         self._require_client_list_lock()
         if self.client_list.find(client_name) is not None:
             raise errors.RepositoryClientAlreadyExists(client_name=client_name)
         self.client_list.add(client_name, key_id or '')
 
+    @reporting_damage
     def remove_client(self, client_name):
         self._require_client_list_lock()
         self._client_id(client_name)
         self.client_list.remove(client_name)
         self.clients.pop(client_name, None)
 
+    @reporting_damage
     def get_client_key_id(self, client_name):
         self._client_id(client_name)
         return self.client_list.key_id(client_name)
 
+    @reporting_damage
     def get_client_id(self, client_name):
         """The client's 64-bit id (its directory name in decimal)."""
         return self._client_id(client_name)
@@ -204,6 +200,7 @@ class RepositoryFormat6(repo_interface.Repository):
         forest.changed = True
         return forest
 
+    @reporting_damage
     def lock_client(self, client_name):
         client_id = self._client_id(client_name)
         dirname = str(client_id)
@@ -218,6 +215,7 @@ class RepositoryFormat6(repo_interface.Repository):
         # them: until then they are written behind (chunk_writer).
         self.chunks.write_behind(True)
 
+    @reporting_damage
     def commit_client(self, client_name, now=None):
         forest = self._writable_client(client_name)
         self.chunks.flush()       # every chunk the tree names is written
@@ -228,6 +226,7 @@ class RepositoryFormat6(repo_interface.Repository):
         if self.indexes.writable:
             self._index_reused_chunks()
 
+    @reporting_damage
     def unlock_client(self, client_name):
         self.reused.pop(client_name, None)
         self._release_client(client_name)
@@ -239,10 +238,12 @@ class RepositoryFormat6(repo_interface.Repository):
         if not any(f.writable for f in self.clients.values()):
             self.chunks.write_behind(False)
 
+    @reporting_damage
     def get_generation_ids(self, client_name):
         forest = self._open_client(client_name)
         return [GenId(n, client_name) for n in forest.generation_ids()]
 
+    @reporting_damage
     def interpret_generation_spec(self, client_name, spec):
         if spec == 'latest':
             number = self._open_client(client_name).newest_generation_id()
@@ -256,9 +257,11 @@ class RepositoryFormat6(repo_interface.Repository):
         raise errors.RepositoryGenerationDoesNotExist(
             gen_id=spec, client_name=client_name)
 
+    @reporting_damage
     def make_generation_spec(self, gen_id):
         return '%d' % int(gen_id)
 
+    @reporting_damage
     def create_generation(self, client_name, now=None):
         forest = self._writable_client(client_name)
         number = forest.create_generation(self._now(now))
@@ -268,7 +271,7 @@ class RepositoryFormat6(repo_interface.Repository):
         return int(self.clock() if now is None else now)
 
     def _client_of(self, gen_id):
-        client_name = getattr(gen_id, 'client_name', None)
+        client_name = client_name_of(gen_id)
         if client_name is None:
             client_name = self.last_client
         if client_name is None:
@@ -288,13 +291,16 @@ class RepositoryFormat6(repo_interface.Repository):
         self._writable_client(self._client_of(gen_id))
         return self._generation(gen_id)
 
+    @reporting_damage
     def get_generation_key(self, gen_id, key):
         return self._generation(gen_id).get_gen_value(_gen_subkey(key))
 
+    @reporting_damage
     def set_generation_key(self, gen_id, key, value):
         self._writable_generation(gen_id).set_gen_value(_gen_subkey(key),
                                                          value)
 
+    @reporting_damage
     def remove_generation(self, gen_id):
         client_name = self._client_of(gen_id)
         forest = self._writable_client(client_name)
@@ -302,6 +308,7 @@ class RepositoryFormat6(repo_interface.Repository):
             raise errors.RepositoryGenerationDoesNotExist(
                 gen_id=int(gen_id), client_name=client_name)
 
+    @reporting_damage
     def get_generation_chunk_ids(self, gen_id):
         return self._generation(gen_id).chunk_ids_in_use()
 
@@ -312,37 +319,45 @@ class RepositoryFormat6(repo_interface.Repository):
             client_name=self._client_of(gen_id),
             genspec=self.make_generation_spec(gen_id), filename=path)
 
+    @reporting_damage
     def file_exists(self, gen_id, path):
         return self._generation(gen_id).exists(path)
 
+    @reporting_damage
     def get_metadata(self, gen_id, path):
         metadata = self._generation(gen_id).get_metadata(path)
         if metadata is None:
             raise self._missing(gen_id, path)
         return metadata
 
+    @reporting_damage
     def set_metadata(self, gen_id, path, metadata):
         self._writable_generation(gen_id).set_metadata(path, metadata)
 
+    @reporting_damage
     def remove_file(self, gen_id, path):
         self._writable_generation(gen_id).remove(path)
 
+    @reporting_damage
     def get_file_children(self, gen_id, path):
         children = self._generation(gen_id).children(path)
         if children is None:
             raise self._missing(gen_id, path)
         return children
 
+    @reporting_damage
     def get_file_chunk_ids(self, gen_id, path):
         chunk_ids = self._generation(gen_id).chunk_ids(path)
         if chunk_ids is None:
             raise self._missing(gen_id, path)
         return chunk_ids
 
+    @reporting_damage
     def set_file_chunk_ids(self, gen_id, path, chunk_ids):
         self._writable_generation(gen_id).set_chunk_ids(path, chunk_ids)
         self._note_reuse(gen_id, chunk_ids)
 
+    @reporting_damage
     def append_file_chunk_ids(self, gen_id, path, chunk_ids):
         self._writable_generation(gen_id).append_chunk_ids(path, chunk_ids)
         self._note_reuse(gen_id, chunk_ids)
@@ -359,6 +374,7 @@ class RepositoryFormat6(repo_interface.Repository):
                                                     set())
                 reused.add(chunk_id)
 
+    @reporting_damage
     def get_file_data(self, gen_id, path):
         gen = self._generation(gen_id)
         if not gen.exists(path):
@@ -367,6 +383,7 @@ class RepositoryFormat6(repo_interface.Repository):
 
     # --- chunks --------------------------------------------------------
 
+    @reporting_damage
     def put_chunk_content(self, data, md5_digest=None):
         """md5_digest: the caller's MD5 of data, so it is not hashed twice.
         The chunk file may still be being written: the commits wait."""
@@ -379,26 +396,30 @@ class RepositoryFormat6(repo_interface.Repository):
         self.unindexed.setdefault(checksum, []).append(chunk_id)
         return chunk_id
 
+    @reporting_damage
     def get_chunk_content(self, chunk_id):
         return self.chunks.get(chunk_id)
 
+    @reporting_damage
     def expect_chunk_reads(self):
         """An encrypted local repository starts its helper process."""
-        expect_reads = getattr(self.fs, 'expect_reads', None)
-        if expect_reads is not None:
-            expect_reads()
+        self.fs.expect_reads()
 
+    @reporting_damage
     def prefetch_chunks(self, chunk_ids):
         """Read the chunk files together when the storage can (SFTP)."""
         self.chunks.prefetch(chunk_ids)
 
+    @reporting_damage
     def has_chunk(self, chunk_id):
         return self.chunks.has(chunk_id)
 
+    @reporting_damage
     def find_chunk_ids_by_content(self, data):
         checksum = keys.content_checksum(data)
         return self._find_by_checksum(checksum)
 
+    @reporting_damage
     def find_chunk_ids_by_md5(self, md5_digest):
         return self._find_by_checksum(keys.checksum_of_digest(md5_digest))
 
@@ -409,10 +430,12 @@ class RepositoryFormat6(repo_interface.Repository):
                 found.append(chunk_id)
         return found
 
+    @reporting_damage
     def put_chunk_md5_into_indexes(self, chunk_id, md5_digest, client_name):
         self._require_indexes_lock()
         self._index(chunk_id, keys.checksum_of_digest(md5_digest), client_name)
 
+    @reporting_damage
     def lock_chunk_indexes(self):
         self.locks.lock(CHUNK_DIRS)
         try:
@@ -421,6 +444,7 @@ class RepositoryFormat6(repo_interface.Repository):
             self.locks.unlock(CHUNK_DIRS)
             raise
 
+    @reporting_damage
     def commit_chunk_indexes(self):
         self._require_indexes_lock()
         self._index_reused_chunks()
@@ -431,6 +455,7 @@ class RepositoryFormat6(repo_interface.Repository):
         self.pending_chunk_removals = []
         self.locks.unlock(CHUNK_DIRS)
 
+    @reporting_damage
     def unlock_chunk_indexes(self):
         self.indexes.discard()
         self.pending_chunk_removals = []
@@ -458,6 +483,7 @@ class RepositoryFormat6(repo_interface.Repository):
         if not self.indexes.writable:
             raise errors.RepositoryChunkIndexesNotLocked()
 
+    @reporting_damage
     def put_chunk_into_indexes(self, chunk_id, data, client_name):
         """data may be None: the checksum then comes from this session,
         the chunklist, or the chunk's content."""
@@ -487,17 +513,21 @@ class RepositoryFormat6(repo_interface.Repository):
             checksum = keys.content_checksum(self.chunks.get(chunk_id))
         return checksum
 
+    @reporting_damage
     def remove_chunk_from_indexes(self, chunk_id, client_name):
         self._require_indexes_lock()
         return self.indexes.remove_use(chunk_id, self._checksum_of(chunk_id),
                                        self._client_id(client_name))
 
+    @reporting_damage
     def get_chunk_ids(self):
         return self.chunks.ids()
 
+    @reporting_damage
     def remove_chunk(self, chunk_id):
         self.chunks.remove(chunk_id)
 
+    @reporting_damage
     def remove_unused_chunks(self, client_name, candidate_chunk_ids):
         """Chunk files are deleted at commit_chunk_indexes, after the index
         commit, so a crash never leaves an index entry without its file."""
@@ -522,26 +552,10 @@ class RepositoryFormat6(repo_interface.Repository):
 
     # --- extras for fsck and dumps --------------------------------------
 
+    @reporting_damage
     def get_chunk_index_entries(self):
         """(chunklist pairs, chunksums triples) of the newest index trees."""
         return self.indexes.all_chunklist(), self.indexes.all_chunksums()
-
-
-def _reporting_damage(method):
-    """Turn larch's exceptions (missing or garbled node, bad forest
-    metadata) into RepositoryCorrupt, which commands report per file."""
-    @functools.wraps(method)
-    def wrapper(*args, **kwargs):
-        try:
-            return method(*args, **kwargs)
-        except larch.Error as e:
-            raise errors.RepositoryCorrupt(what='B-tree', reason=str(e)) from e
-    return wrapper
-
-
-for _name, _value in list(vars(RepositoryFormat6).items()):
-    if callable(_value) and not _name.startswith('_'):
-        setattr(RepositoryFormat6, _name, _reporting_damage(_value))
 
 
 def _gen_subkey(key):

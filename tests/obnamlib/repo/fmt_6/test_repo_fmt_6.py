@@ -286,3 +286,40 @@ def test_a_generation_id_twice_reads_and_forgets_the_same_tree(tmp_path):
     assert [int(g) for g in left] == [int(old)]
     assert repo.get_chunk_content(
         repo.get_file_chunk_ids(left[0], b'/')[0]) == b'old data'
+
+
+def test_every_public_method_reports_btree_damage():
+    """Each public method carries reporting_damage where it is defined."""
+    from obnamlib.repo.fmt_6.damage import reporting_damage
+    from obnamlib.repo.fmt_6.repo_fmt_6 import RepositoryFormat6
+    wrapper_code = reporting_damage(lambda: None).__code__
+    public = {name: value for name, value in vars(RepositoryFormat6).items()
+              if callable(value) and not name.startswith('_')}
+    assert len(public) >= 45
+    assert [name for name, method in sorted(public.items())
+            if method.__code__ is not wrapper_code] == []
+
+
+def test_reporting_damage_turns_larch_errors_into_corruption():
+    from obnamlib import errors, larch
+    from obnamlib.repo.fmt_6.damage import reporting_damage
+
+    @reporting_damage
+    def read_node():
+        raise larch.NodeMissing('clientlist', 7)
+
+    with pytest.raises(errors.RepositoryCorrupt) as e:
+        read_node()
+    assert isinstance(e.value.__cause__, larch.NodeMissing)
+    assert 'clientlist' in str(e.value)
+
+
+def test_a_plain_generation_number_means_the_client_last_used(tmp_path):
+    from obnamlib.repo.fmt_6.gen_id import GenId, client_name_of
+    from tests.obnamlib.repo_interface_conformance import dir_md
+    assert client_name_of(GenId(3, 'c')) == 'c'
+    assert client_name_of(3) is None
+    repo = _repository_of_generations(str(tmp_path / 'repo'), 1)
+    gen = repo.get_generation_ids('c')[0]
+    assert repo.get_metadata(int(gen), b'/') == repo.get_metadata(gen, b'/')
+    assert repo.get_metadata(int(gen), b'/').st_mode == dir_md().st_mode

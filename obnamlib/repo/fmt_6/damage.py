@@ -1,0 +1,19 @@
+"""Damage in a B-tree, as the repository reports it."""
+
+import functools
+
+from obnamlib import errors
+from obnamlib import larch
+
+
+def reporting_damage(method):
+    """Decorate each public method of the format with this: larch's
+    exceptions (missing or garbled node, bad forest metadata) become
+    RepositoryCorrupt, which commands report per file."""
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except larch.Error as e:
+            raise errors.RepositoryCorrupt(what='B-tree', reason=str(e)) from e
+    return wrapper
