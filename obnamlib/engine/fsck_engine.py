@@ -14,27 +14,21 @@ generation before (format 6: the B-tree nodes they do not share), and
 only those are checked.  If chunks turn out damaged, a last pass names
 the files that use them in every generation, reading no chunk.
 
-Chunks are read in batches (which may span generations and clients), in
-the checker's order (format 6: chunk file names, so that a disk reads
-them nearly sequentially), each at most once per batch: a chunk several
-files of a batch use stays in memory until its last use (within a byte
-limit).  The repository is told each window of chunks a batch reads next
-(prefetch_chunks), so that SFTP reads hundreds of chunk files in a few
-round trips.  A file whose chunk list and checksum were verified in this
-or the previous generation (an unchanged file, a copy) is not read again.
-What is kept for the whole run are sets of ids, not per-file data.
+How file contents are read (in batches, in the order chunk files lie
+on disk, with read-ahead) is obnamlib.engine.fsck_content's.  The
+format's checker comes from obnamlib.repo.fsck_checker: this module
+knows no format, and larch's errors reach it as the repository's
+(RepositoryCorrupt).
 """
 
-import collections
 import dataclasses
-import hashlib
 import struct
 
-from obnamlib import larch
-
 from obnamlib import errors
-from obnamlib.repo import interface as repo_interface
 from obnamlib.engine import stored_names
+from obnamlib.engine.fsck_content import ContentCheck
+from obnamlib.repo import interface as repo_interface
+from obnamlib.repo.fsck_checker import storage_checker_for
 
 
 # What every generation must record (counts only when not a checkpoint).
@@ -82,20 +76,6 @@ class FsckOptions:
                     or self.ignore_clients)
 
 
-# Files whose chunks are read together, in chunk file name order: a bound
-# on the chunk ids queued, and on the bytes of shared chunks kept in memory.
-BATCH_CHUNK_IDS = 8192
-SHARED_CHUNK_BYTES = 8 * 1024 * 1024
-
-# One read-ahead hint to the repository (prefetch_chunks) names at most
-# this many chunks and about this much data (estimated from file sizes).
-# The next hint goes out when half of one is read, so that reading ahead
-# never stops: one and a half hints fit in what format 6 keeps of a
-# prefetch (256 chunks, 64 MiB).
-READ_AHEAD_CHUNKS = 128
-READ_AHEAD_BYTES = 32 * 1024 * 1024
-
-
 @dataclasses.dataclass
 class FsckStats:
     clients: int = 0
@@ -123,26 +103,6 @@ class SilentReporter:
         """The counters in stats changed (called often; throttle here)."""
 
 
-@dataclasses.dataclass(slots=True)
-class _QueuedFile:
-    """A regular file whose chunks wait to be read in the next batch
-    (only what the check needs: a batch holds thousands)."""
-    shown: str
-    size: object        # st_size, or None
-    md5: object         # whole-file MD5 (bytes), or None
-    chunk_ids: list
-    digest: bytes
-
-
-def storage_checker_for(repo, fix):
-    """The format's own checker (the walk below is format-neutral)."""
-    if repo.format_name == '6':
-        from obnamlib.repo.fmt_6.fsck_checks import Fmt6Checker
-        return Fmt6Checker(repo, fix=fix)
-    raise errors.UnknownRepositoryFormat(format=repo.format_name,
-                                         url=getattr(repo, 'location', ''))
-
-
 class Fsck:
 
     def __init__(self, repo, options=None, reporter=None, checker=None):
@@ -151,12 +111,9 @@ class Fsck:
         self.reporter = reporter or SilentReporter()
         self.checker = checker or storage_checker_for(repo, self.options.fix)
         self.stats = FsckStats()
-        self.verified_chunks = set()  # ids whose content matched its checksum
-        self.bad_chunks = {}        # chunk id -> problem text
-        self.verified_lists = set()  # digests of files verified, this gen
-        self.previous_lists = set()  # ... and in the generation before
-        self.queued = []            # _QueuedFile, read at the next flush
-        self.queued_ids = 0
+        self.content = ContentCheck(
+            repo, self.checker, self.stats, self._report, self._checking,
+            lambda: self.reporter.counted(self.stats))
         self.used = {}              # client name -> chunk ids its files use
 
     def run(self):
@@ -173,7 +130,7 @@ class Fsck:
             if not self.options.skip_generations:
                 for client_name in self._client_names():
                     self._check_client(client_name)
-                self._flush()
+                self.content.flush()
                 if not self.options.ignore_chunks:
                     self._name_users_of_damaged_chunks()
             complete = self.walk_problems == 0
@@ -227,7 +184,7 @@ class Fsck:
     def _client_names(self):
         try:
             names = self.repo.get_client_names()
-        except (errors.ObnamError, larch.Error) as e:
+        except errors.ObnamError as e:
             self._walk_problem('client list cannot be read: %s' % _text(e))
             return []
         return [n for n in names if n not in self.options.ignore_clients]
@@ -239,7 +196,7 @@ class Fsck:
         self.used[client_name] = set()
         try:
             gen_ids = self.repo.get_generation_ids(client_name)
-        except (errors.ObnamError, larch.Error) as e:
+        except errors.ObnamError as e:
             self.used[client_name] = None
             self._walk_problem('client %s: generations cannot be listed: %s'
                          % (client_name, _text(e)))
@@ -258,8 +215,7 @@ class Fsck:
                 len(gen_ids)))
             self._check_generation(client_name, gen_id)
             self.checker.release_generation(gen_id)
-            self.previous_lists = self.verified_lists
-            self.verified_lists = set()
+            self.content.next_generation()
 
     def _check_generation(self, client_name, gen_id):
         self.stats.generations += 1
@@ -268,7 +224,7 @@ class Fsck:
             values = {key: self.repo.get_generation_key(gen_id, key)
                       for key in list(_GENERATION_FACTS) + [
                           repo_interface.GEN_IS_CHECKPOINT]}
-        except (errors.ObnamError, larch.Error) as e:
+        except errors.ObnamError as e:
             self._walk_problem('%s: generation metadata cannot be read: %s'
                                % (where, _text(e)))
             return
@@ -303,8 +259,9 @@ class Fsck:
         """Files unchanged since an earlier generation were not looked at
         again; when chunks turned out damaged, name their users in every
         generation (reading no chunk)."""
-        on_disk = self._chunk_ids_on_disk()
-        if not self.bad_chunks and on_disk >= self._chunks_in_use():
+        on_disk = self.content.chunk_ids_on_disk()
+        if not self.content.bad_chunks and \
+                on_disk >= self._chunks_in_use():
             return
         for client_name, gen_id, where in self.partly_checked:
             self._checking('which files of client %s generation %s use '
@@ -332,21 +289,21 @@ class Fsck:
                         if stored_names.is_safe(name))
                 elif metadata.isreg():
                     yield path
-            except (errors.ObnamError, larch.Error, ValueError,
+            except (errors.ObnamError, ValueError,
                     struct.error):
                 continue    # reported when the generation was checked
 
     def _name_if_damaged(self, gen_id, path, where, on_disk):
         try:
             chunk_ids = self.repo.get_file_chunk_ids(gen_id, path)
-        except (errors.ObnamError, larch.Error):
+        except errors.ObnamError:
             return
         shown = '%s: %s' % (where, _show(path))
         for chunk_id in chunk_ids:
             if chunk_id not in on_disk:
                 problem = 'chunk %x does not exist' % chunk_id
             else:
-                problem = self.bad_chunks.get(chunk_id)
+                problem = self.content.bad_chunks.get(chunk_id)
             text = '%s: %s' % (shown, problem)
             if problem is not None and text not in self.reported:
                 self._report(text)
@@ -380,7 +337,7 @@ class Fsck:
         except errors.RepositoryFileDoesNotExistInGeneration:
             self._walk_problem('%s: %s: listed in its directory but has no '
                          'entry' % (where, _show(path)))
-        except (errors.ObnamError, larch.Error, ValueError,
+        except (errors.ObnamError, ValueError,
                 struct.error) as e:
             self._walk_problem('%s: %s: metadata cannot be read: %s'
                          % (where, _show(path), _text(e)))
@@ -391,7 +348,7 @@ class Fsck:
         reported and not walked into (restore refuses it too)."""
         try:
             names = self.repo.get_file_children(gen_id, path)
-        except (errors.ObnamError, larch.Error) as e:
+        except errors.ObnamError as e:
             self._walk_problem('%s: %s: directory cannot be listed: %s'
                          % (where, _show(path), _text(e)))
             return []
@@ -411,7 +368,7 @@ class Fsck:
             chunk_ids = self.repo.get_file_chunk_ids(gen_id, path)
             data = (None if chunk_ids else
                     self.repo.get_file_data(gen_id, path))
-        except (errors.ObnamError, larch.Error) as e:
+        except errors.ObnamError as e:
             self._walk_problem('%s: chunk list cannot be read: %s'
                                % (shown, _text(e)))
             return
@@ -419,231 +376,10 @@ class Fsck:
         if self.options.ignore_chunks:
             return
         if data is not None:
-            self._check_whole_file(shown, metadata.st_size, metadata.md5,
-                                   _WholeFile(data))
-            return
-        on_disk = self._chunk_ids_on_disk()
-        missing = [c for c in chunk_ids if c not in on_disk]
-        for chunk_id in missing:
-            self._report('%s: chunk %x does not exist' % (shown, chunk_id))
-        if missing or self.options.skip_checksums:
-            return
-        digest = hashlib.md5(struct.pack('!%dQ' % len(chunk_ids), *chunk_ids)
-                             + (metadata.md5 or b'')).digest()
-        if self._verified(digest):
-            return
-        self.queued.append(_QueuedFile(shown, metadata.st_size, metadata.md5,
-                                       chunk_ids, digest))
-        self.queued_ids += len(chunk_ids)
-        if self.queued_ids >= BATCH_CHUNK_IDS:
-            self._flush()
-
-    def _chunk_ids_on_disk(self):
-        on_disk = self.checker.chunk_ids_on_disk()
-        self.stats.chunks_total = len(on_disk)
-        return on_disk
-
-    def _verified(self, digest):
-        if digest in self.verified_lists:
-            return True
-        if digest in self.previous_lists:
-            self.verified_lists.add(digest)
-            return True
-        return False
-
-    def _flush(self):
-        """Read the queued files' chunks, in chunk file name order."""
-        queued, self.queued, self.queued_ids = self.queued, [], 0
-        if not queued:
-            return
-        walking = self.stats.phase
-        self._checking('the chunks of %d file(s)' % len(queued))
-        order = self.checker.chunk_sort_key
-        queued.sort(key=lambda f: order(f.chunk_ids[0]) if f.chunk_ids
-                    else order(0))
-        shared = _SharedChunks(
-            collections.Counter(c for f in queued for c in f.chunk_ids))
-        ahead = _ReadAhead(queued)
-        for item in queued:
-            if self._verified(item.digest):
-                shared.forget(item.chunk_ids)
-                continue
-            whole = self._chunk_contents(item, shared, ahead)
-            if whole is not None and self._check_whole_file(
-                    item.shown, item.size, item.md5, whole):
-                self.verified_lists.add(item.digest)
-        self._checking(walking)
-
-    def _chunk_contents(self, item, shared, ahead):
-        """A _WholeFile of the chunks' contents in order (streamed, so a
-        big file is never in memory), or None if a chunk is damaged."""
-        whole = _WholeFile()
-        for i, chunk_id in enumerate(item.chunk_ids):
-            data, md5 = shared.take(chunk_id), None
-            if data is None:
-                self._read_ahead(ahead, chunk_id)
-                data, problem, md5 = self._read_chunk(chunk_id)
-                if problem is not None:
-                    self._report('%s: %s' % (item.shown, problem))
-                    shared.forget(item.chunk_ids[i + 1:])
-                    return None
-                shared.keep(chunk_id, data)
-            whole.update(data, md5)
-        return whole
-
-    def _read_ahead(self, ahead, chunk_id):
-        """Before reading the first chunk of a window, tell the repository
-        the window (SFTP then reads it in a few round trips)."""
-        window = ahead.window_from(chunk_id, skip=self.bad_chunks)
-        if window:
-            self.repo.prefetch_chunks(window)
-
-    def _read_chunk(self, chunk_id):
-        """(content, problem, MD5 object of the content if computed)."""
-        known = self.bad_chunks.get(chunk_id)
-        if known is not None:
-            return None, known, None
-        try:
-            data = self.repo.get_chunk_content(chunk_id)
-        except errors.RepositoryChunkDoesNotExist:
-            return self._chunk_problem(chunk_id, 'chunk %x does not exist')
-        except (errors.ObnamError, ValueError, OSError) as e:
-            return self._chunk_problem(
-                chunk_id,
-                'chunk %x is corrupted: ' + _text(e).replace('%', '%%'))
-        self.stats.chunk_reads += 1
-        self.stats.chunk_bytes += len(data)
-        md5 = None
-        if chunk_id not in self.verified_chunks:
-            expected = self.checker.expected_checksum(chunk_id)
-            md5 = hashlib.md5(data)
-            actual = md5.hexdigest().encode('ascii')
-            if expected is not None and expected != actual:
-                return self._chunk_problem(chunk_id, 'chunk %x is corrupted')
-            self.verified_chunks.add(chunk_id)
-            self.stats.chunks += 1
-        self.reporter.counted(self.stats)
-        return data, None, md5
-
-    def _chunk_problem(self, chunk_id, template):
-        text = template % chunk_id
-        self.bad_chunks[chunk_id] = text
-        return None, text, None
-
-    def _check_whole_file(self, shown, st_size, md5, whole):
-        ok = True
-        if st_size is not None and whole.size != st_size:
-            self._report('%s: content is %d bytes, metadata says %d'
-                         % (shown, whole.size, st_size))
-            ok = False
-        if md5 is not None and whole.md5.digest() != md5:
-            self._report('%s: whole-file checksum mismatch' % shown)
-            ok = False
-        return ok
-
-
-class _WholeFile:
-    """Size and MD5 of a file's content, fed one chunk at a time."""
-
-    def __init__(self, data=b''):
-        self.md5 = hashlib.md5(data)
-        self.size = len(data)
-
-    def update(self, data, md5=None):
-        """md5: that of data alone, if known; for the first piece it is
-        the whole file's so far, and data need not be hashed again."""
-        if self.size == 0 and md5 is not None:
-            self.md5 = md5.copy()
+            self.content.check_in_tree(shown, metadata, data)
         else:
-            self.md5.update(data)
-        self.size += len(data)
-
-
-class _ReadAhead:
-    """The distinct chunks of a batch in the order they are first read,
-    cut into windows for prefetch hints.
-
-    A window starts at the first chunk not hinted yet, when the reads
-    reach it or the middle of the window before, and takes the chunks
-    that follow, up to READ_AHEAD_CHUNKS and about READ_AHEAD_BYTES (a
-    file's size shared out over its chunks).  Each chunk is in one window
-    only: a read that the repository could not serve from a hint (a
-    failed batch, a chunk pushed out of its cache) reads that chunk
-    alone."""
-
-    def __init__(self, queued):
-        sizes = {}
-        for item in queued:
-            each = (item.size or 0) // max(1, len(item.chunk_ids))
-            for chunk_id in item.chunk_ids:
-                sizes.setdefault(chunk_id, each)
-        self.order = list(sizes.items())
-        self.index = {chunk_id: i for i, (chunk_id, _) in
-                      enumerate(self.order)}
-        self.hinted = 0     # order[:hinted] were named in a hint
-        self.refill = 0     # reading order[refill] hints the next window
-
-    def window_from(self, chunk_id, skip=()):
-        """Chunk ids of the next window if reading chunk_id calls for one,
-        else [].  skip: chunks known damaged (they would fail the whole
-        batch)."""
-        at = self.index.get(chunk_id)
-        if at is None or at < min(self.refill, self.hinted):
-            return []
-        start = max(at, self.hinted)
-        window, size, end = [], 0, start
-        while end < len(self.order) and len(window) < READ_AHEAD_CHUNKS:
-            next_id, next_size = self.order[end]
-            if window and size + next_size > READ_AHEAD_BYTES:
-                break
-            end += 1
-            if next_id not in skip:
-                window.append(next_id)
-                size += next_size
-        self.hinted = end
-        self.refill = start + (end - start) // 2
-        return window
-
-
-class _SharedChunks:
-    """Contents of chunks that files later in a batch use again.
-
-    uses: chunk id -> how many more times the batch needs it.  A chunk is
-    kept while it is still needed and the byte limit allows; so each chunk
-    is read once per batch unless many big shared chunks are in flight."""
-
-    def __init__(self, uses, limit=None):
-        self.uses = uses
-        self.limit = SHARED_CHUNK_BYTES if limit is None else limit
-        self.kept = {}
-        self.size = 0
-
-    def take(self, chunk_id):
-        """The kept content of a chunk (this use counted), or None."""
-        data = self.kept.get(chunk_id)
-        if data is not None:
-            self._used(chunk_id)
-        return data
-
-    def keep(self, chunk_id, data):
-        """A chunk just read: remember it if it is needed again."""
-        self.uses[chunk_id] -= 1
-        if self.uses[chunk_id] > 0 and self.size + len(data) <= self.limit:
-            self.kept[chunk_id] = data
-            self.size += len(data)
-
-    def forget(self, chunk_ids):
-        """Uses that will not happen (a file skipped or damaged)."""
-        for chunk_id in chunk_ids:
-            if chunk_id in self.kept:
-                self._used(chunk_id)
-            else:
-                self.uses[chunk_id] -= 1
-
-    def _used(self, chunk_id):
-        self.uses[chunk_id] -= 1
-        if self.uses[chunk_id] <= 0:
-            self.size -= len(self.kept.pop(chunk_id))
+            self.content.check_chunks(shown, metadata, chunk_ids,
+                                      self.options.skip_checksums)
 
 
 def is_fixed(text):

@@ -25,7 +25,7 @@ import pytest
 
 from obnamlib import errors
 from obnamlib.repo.storage import filters
-from obnamlib.engine import fsck_engine
+from obnamlib.engine import fsck_content, fsck_engine
 from obnamlib.repo import factory as repo_factory
 from tests import paths
 
@@ -496,8 +496,8 @@ def test_chunks_are_read_in_the_order_the_format_asks_for(pristine,
 def test_small_batches_still_name_every_user_of_a_damaged_chunk(
         pristine, monkeypatch):
     repo, _ = pristine
-    monkeypatch.setattr(fsck_engine, 'BATCH_CHUNK_IDS', 3)
-    monkeypatch.setattr(fsck_engine, 'SHARED_CHUNK_BYTES', 0)
+    monkeypatch.setattr(fsck_content, 'BATCH_CHUNK_IDS', 3)
+    monkeypatch.setattr(fsck_content, 'SHARED_CHUNK_BYTES', 0)
     assert check(repo) == []
     chunk_files = files_under(str(repo), 'chunks', 'chunks')
     for rel in chunk_files[::max(1, len(chunk_files) // 4)]:

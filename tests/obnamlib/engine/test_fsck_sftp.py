@@ -7,7 +7,8 @@ import os
 import pytest
 
 from obnamlib.larch.idpath import node_path
-from obnamlib.engine import fsck_engine
+from obnamlib.engine import fsck_content, fsck_engine
+from obnamlib.repo import fsck_checker
 from obnamlib.repo import factory as repo_factory
 from obnamlib.repo.fmt_6.chunk_store import idpath
 from obnamlib.vfs.sftp.fs import SftpFS
@@ -129,7 +130,7 @@ def test_larch_check_reads_b_tree_nodes_in_batches(tmp_path):
     make_live(live)
     back_up(tmp_path / 'repo', live, node_size=4096)
     repo, fs = open_over_sftp(tmp_path / 'repo', node_size=4096)
-    checker = fsck_engine.storage_checker_for(repo, fix=False)
+    checker = fsck_checker.storage_checker_for(repo, fix=False)
     client_dir = str(repo.get_client_id(CLIENT))
     nodes = sum(len(files) for _, _, files in os.walk(
         os.path.join(str(tmp_path / 'repo'), client_dir, 'nodes')))
@@ -154,7 +155,7 @@ def test_larch_check_over_sftp_names_a_missing_node(tmp_path):
     os.remove(os.path.join(str(tmp_path / 'repo'), str(client_id),
                            node_path(victim)))
     repo, fs = open_over_sftp(tmp_path / 'repo', node_size=4096)
-    checker = fsck_engine.storage_checker_for(repo, fix=False)
+    checker = fsck_checker.storage_checker_for(repo, fix=False)
     assert checker.check_forests(shared=False) == [
         'client %s (forest %s): node %d (generations %s): node %d is '
         'missing' % (CLIENT, client_id, victim,
@@ -164,12 +165,12 @@ def test_larch_check_over_sftp_names_a_missing_node(tmp_path):
 # --- windows of the read-ahead ---------------------------------------------
 
 def queued(size, chunk_ids):
-    return fsck_engine._QueuedFile('f', size, None, list(chunk_ids), b'')
+    return fsck_content._QueuedFile('f', size, None, list(chunk_ids), b'')
 
 
 def test_read_ahead_windows_name_each_chunk_once_in_first_use_order():
     files = [queued(30, [5, 3, 9]), queued(10, [3]), queued(20, [9, 1])]
-    ahead = fsck_engine._ReadAhead(files)
+    ahead = fsck_content._ReadAhead(files)
     assert ahead.window_from(5) == [5, 3, 9, 1]
     assert ahead.window_from(3) == []       # hinted already
     assert ahead.window_from(1) == []
@@ -178,16 +179,16 @@ def test_read_ahead_windows_name_each_chunk_once_in_first_use_order():
 
 def test_read_ahead_starts_where_the_reads_are_after_skipped_files():
     """Files verified in an earlier generation are skipped unread."""
-    ahead = fsck_engine._ReadAhead([queued(30, [5, 3, 9]),
+    ahead = fsck_content._ReadAhead([queued(30, [5, 3, 9]),
                                     queued(20, [9, 1])])
     assert ahead.window_from(9) == [9, 1]
     assert ahead.window_from(5) == []
 
 
 def test_read_ahead_windows_end_at_the_chunk_and_byte_limits(monkeypatch):
-    monkeypatch.setattr(fsck_engine, 'READ_AHEAD_CHUNKS', 3)
-    monkeypatch.setattr(fsck_engine, 'READ_AHEAD_BYTES', 100)
-    ahead = fsck_engine._ReadAhead([
+    monkeypatch.setattr(fsck_content, 'READ_AHEAD_CHUNKS', 3)
+    monkeypatch.setattr(fsck_content, 'READ_AHEAD_BYTES', 100)
+    ahead = fsck_content._ReadAhead([
         queued(8, range(4)),            # 2 bytes each
         queued(300, [10, 11]),          # 150 each: over the limit alone
         queued(40, [20, 21, 22])])
@@ -199,8 +200,8 @@ def test_read_ahead_windows_end_at_the_chunk_and_byte_limits(monkeypatch):
 
 
 def test_the_next_window_is_hinted_half_way_through_the_last(monkeypatch):
-    monkeypatch.setattr(fsck_engine, 'READ_AHEAD_CHUNKS', 4)
-    ahead = fsck_engine._ReadAhead([queued(100, range(10))])
+    monkeypatch.setattr(fsck_content, 'READ_AHEAD_CHUNKS', 4)
+    ahead = fsck_content._ReadAhead([queued(100, range(10))])
     assert ahead.window_from(0) == [0, 1, 2, 3]
     assert ahead.window_from(1) == []
     assert ahead.window_from(2) == [4, 5, 6, 7]     # half-way: the next
