@@ -5,7 +5,10 @@ files, the larch forests themselves (nodes, refcounts, journal), and
 whether the chunk indexes agree with the chunk files and with what the
 clients' generations use.  The walk over generations and files is
 format-neutral and lives in obnamlib.engine.fsck_engine, which hands back the
-chunks each client uses so that the index checks can run last.
+chunks each client uses so that the index checks (fsck_indexes) can run
+last.  Every public method reports larch's exceptions as RepositoryCorrupt
+(damage.reporting_damage), as the Repository API does: the walk knows
+no format and never meets them.
 
 For speed the checker also tells the walk what format 6 knows: which
 paths of a generation changed since the one checked before, and in what
@@ -27,6 +30,8 @@ from obnamlib.repo.fmt_6.chunk_indexes import CHUNKLIST, CHUNKSUMS
 from obnamlib.repo.fmt_6.chunk_indexes import TOPLEVELS as CHUNK_DIRS
 from obnamlib.repo.fmt_6.chunk_store import idpath
 from obnamlib.repo.fmt_6.client_forest import ClientForest
+from obnamlib.repo.fmt_6.damage import reporting_damage
+from obnamlib.repo.fmt_6.fsck_indexes import ChunkIndexCheck
 
 CLIENTLIST = 'clientlist'
 SHARED_FORESTS = ((CLIENTLIST, keys.CLIENTLIST_KEY_SIZE),
@@ -44,9 +49,11 @@ class Fmt6Checker:
         self.fix = fix
         self.locked = []
         self._previous_root = {}    # client name -> root id last checked
+        self._on_disk = None        # chunk ids of the chunk files
 
     # --- locks ------------------------------------------------------------
 
+    @reporting_damage
     def lock(self):
         """Take every lock file without opening forests for writing: that
         would finish or roll back an interrupted commit before we saw it."""
@@ -55,6 +62,7 @@ class Fmt6Checker:
         self.repo.locks.lock(dirs)
         self.locked = dirs
 
+    @reporting_damage
     def unlock(self):
         if self.locked:
             self.repo.locks.unlock(self.locked)
@@ -62,6 +70,7 @@ class Fmt6Checker:
 
     # --- checks before the generation walk --------------------------------
 
+    @reporting_damage
     def check_format(self):
         try:
             text = self.repo.fs.read_raw('metadata/format')
@@ -73,6 +82,7 @@ class Fmt6Checker:
                 'ascii', 'replace')]
         return []
 
+    @reporting_damage
     def check_keys(self):
         """In an encrypted repository every toplevel has a key we can open."""
         fs = self.repo.fs
@@ -105,6 +115,7 @@ class Fmt6Checker:
                     '§4.1: hex text)' % self._toplevel_name(toplevel)]
         return []
 
+    @reporting_damage
     def check_forests(self, shared=True, per_client=True,
                       ignore_clients=()):
         problems = []
@@ -180,6 +191,7 @@ class Fmt6Checker:
 
     # --- what the walk needs ------------------------------------------------
 
+    @reporting_damage
     def expected_checksum(self, chunk_id):
         """MD5 hex (bytes) the chunk indexes record for a chunk, or None."""
         try:
@@ -187,6 +199,7 @@ class Fmt6Checker:
         except (larch.Error, errors.ObnamError):
             return None
 
+    @reporting_damage
     def changed_paths(self, client_name, gen_id):
         """Paths whose entries in this generation differ from the client's
         generation checked just before, sorted; or None for "check every
@@ -231,6 +244,7 @@ class Fmt6Checker:
             paths.add(path)
         return paths
 
+    @reporting_damage
     def release_generation(self, gen_id):
         """fsck visits each generation once: drop the paths the repository
         remembered while walking it (up to 100,000 per generation)."""
@@ -248,173 +262,26 @@ class Fmt6Checker:
         on a disk that lays out a directory's files together."""
         return idpath(chunk_id)
 
+    @reporting_damage
     def chunk_ids_on_disk(self):
-        if not hasattr(self, '_on_disk'):
+        if self._on_disk is None:
             self._on_disk = set(self.repo.chunks.ids())
         return self._on_disk
 
     # --- checks after the walk -----------------------------------------------
 
+    @reporting_damage
     def check_chunk_indexes(self, used_by_client, remove_unused=False,
                             report_unused=True):
-        """Indexes against chunk files and against the clients' use.
-
-        used_by_client: client name -> set of chunk ids its checked
-        generations use (None for a client that was not checked).  The
-        indexes are streamed and looked up, never held in memory whole."""
-        on_disk = self.chunk_ids_on_disk()
-        id_to_name = {cid: name for name, cid in self._client_ids().items()}
-        problems = []
-        for key, _ in self._index_entries(CHUNKLIST):
-            chunk_id = keys.unpack_u64(key)
-            if chunk_id not in on_disk:
-                problems.append('chunklist: chunk %x has no chunk file'
-                                % chunk_id)
-        unlisted = self._used_but_unlisted(used_by_client, on_disk)
-        recorded = set()    # (chunk id, client id) of unlisted chunks only
-        for key, _ in self._index_entries(CHUNKSUMS):
-            checksum, chunk_id, client_id = keys.parse_chunksums_key(key)
-            if chunk_id in unlisted:
-                recorded.add((chunk_id, client_id))
-            problems.extend(self._chunksums_entry_problems(
-                checksum, chunk_id, client_id, on_disk, id_to_name))
-        problems.extend(self._use_problems(used_by_client, on_disk,
-                                           unlisted, recorded))
-        if report_unused:
-            problems.extend(self._unused(used_by_client, on_disk,
-                                         remove_unused))
+        """Indexes against chunk files and against the clients' use
+        (obnamlib.repo.fmt_6.fsck_indexes)."""
+        check = ChunkIndexCheck(self.repo, self.fix, self.chunk_ids_on_disk(),
+                                self._client_ids(), self.expected_checksum)
+        problems = check.run(used_by_client, remove_unused, report_unused)
+        self._on_disk = check.on_disk
         return problems
-
-    def _index_entries(self, which):
-        """(key, value) of one chunk index in key order, streamed; it
-        stops where the index cannot be read (larch's check says why)."""
-        indexes = self.repo.indexes
-        try:
-            list_tree, sums_tree = indexes._readers()
-            tree, key_size = ((list_tree, keys.CHUNKLIST_KEY_SIZE)
-                              if which == CHUNKLIST else
-                              (sums_tree, keys.CHUNKSUMS_KEY_SIZE))
-            if tree is None:
-                return
-            yield from tree.iter_range(b'\0' * key_size, b'\xff' * key_size)
-        except (larch.Error, errors.ObnamError):
-            return
-
-    def _used_but_unlisted(self, used_by_client, on_disk):
-        """Chunks in use and on disk that chunklist has no entry for."""
-        unlisted = set()
-        for used in used_by_client.values():
-            for chunk_id in used or ():
-                if chunk_id in on_disk and \
-                        self.expected_checksum(chunk_id) is None:
-                    unlisted.add(chunk_id)
-        return unlisted
-
-    def _chunksums_entry_problems(self, checksum, chunk_id, client_id,
-                                  on_disk, id_to_name):
-        where = 'chunksums: chunk %x' % chunk_id
-        if chunk_id not in on_disk:
-            yield '%s has no chunk file' % where
-        if client_id not in id_to_name:
-            yield '%s is recorded for client id %d, which is not in the ' \
-                  'client list' % (where, client_id)
-        listed = self.expected_checksum(chunk_id)
-        if listed is not None and listed != checksum:
-            yield '%s has checksum %s, but chunklist says %s' % (
-                where, checksum.decode('ascii', 'replace'),
-                listed.decode('ascii', 'replace'))
-
-    def _use_problems(self, used_by_client, on_disk, unlisted, recorded):
-        ids = self._client_ids()
-        problems = []
-        missing = []
-        for name in sorted(used_by_client):
-            used = used_by_client[name]
-            if used is None or name not in ids:
-                continue
-            client_id = ids[name]
-            for chunk_id in sorted(used):
-                if chunk_id not in on_disk:
-                    continue    # reported by the walk, with the file's path
-                if chunk_id in unlisted:
-                    has_entry = (chunk_id, client_id) in recorded
-                else:
-                    has_entry = self._has_chunksums_entry(chunk_id, client_id)
-                if not has_entry:
-                    problems.append(self._mark(
-                        'chunksums: client %s uses chunk %x, but has no '
-                        'entry for it' % (name, chunk_id)))
-                    missing.append((chunk_id, client_id))
-                elif chunk_id in unlisted:
-                    problems.append(self._mark(
-                        'chunklist: chunk %x used by client %s has no entry'
-                        % (chunk_id, name)))
-                    missing.append((chunk_id, client_id))
-        if self.fix and missing:
-            self._add_index_entries(missing)
-        return problems
-
-    def _has_chunksums_entry(self, chunk_id, client_id):
-        checksum = self.expected_checksum(chunk_id)
-        try:
-            return client_id in self.repo.indexes.users(checksum, chunk_id)
-        except (larch.Error, errors.ObnamError):
-            return False
-
-    def _add_index_entries(self, missing):
-        indexes = self.repo.indexes
-        indexes.start_changes()
-        try:
-            for chunk_id, client_id in missing:
-                data = self.repo.chunks.get(chunk_id)
-                indexes.add(chunk_id, keys.content_checksum(data), client_id)
-            indexes.commit()
-        except BaseException:
-            indexes.discard()
-            raise
-
-    def _unused(self, used_by_client, on_disk, remove):
-        used = set()
-        for chunk_ids in used_by_client.values():
-            used |= chunk_ids or set()
-        unused = sorted(on_disk - used)
-        if remove and unused:
-            self._remove_chunks(unused)
-        suffix = '; deleting' if remove else ''
-        return ['chunk %x not used by anyone%s' % (chunk_id, suffix)
-                for chunk_id in unused]
-
-    def _remove_chunks(self, chunk_ids):
-        """Index entries first, then the files (format-6.md §10.2)."""
-        doomed = set(chunk_ids)
-        uses = [keys.parse_chunksums_key(key) for key, _ in
-                self._index_entries(CHUNKSUMS)
-                if keys.parse_chunksums_key(key)[1] in doomed]
-        indexes = self.repo.indexes
-        indexes.start_changes()
-        try:
-            for checksum, chunk_id, client_id in uses:
-                indexes.remove_use(chunk_id, checksum, client_id)
-            for chunk_id in doomed:
-                key = keys.chunklist_key(chunk_id)
-                try:
-                    indexes.list_tree.lookup(key)
-                except KeyError:
-                    continue
-                indexes.changed = True
-                indexes.list_tree.remove(key)
-            indexes.commit()
-        except BaseException:
-            indexes.discard()
-            raise
-        for chunk_id in doomed:
-            self.repo.chunks.remove(chunk_id)
-        self._on_disk = self.chunk_ids_on_disk() - doomed
 
     # --- helpers -------------------------------------------------------------
-
-    def _mark(self, text):
-        return text + (' [fixed]' if self.fix else '')
 
     def _client_ids(self):
         try:
