@@ -13,7 +13,7 @@ import pytest
 
 import obnamlib.errors
 import obnamlib.repo.interface as ri
-from obnamlib.engine import backup_engine, walker
+from obnamlib.engine import backup_engine, backup_pretend, walker
 from obnamlib.cli import backup_progress
 from tests.obnamlib.backup_helpers import (
     generation_manifest, live_fs, live_manifest, make_deep, open_repository,
@@ -620,7 +620,7 @@ def test_pretend_changes_nothing_and_counts(tmp_path):
 
 def test_pretend_needs_a_generation(tmp_path):
     (tmp_path / 'live').mkdir()
-    with pytest.raises(backup_engine.PretendNeedsGeneration):
+    with pytest.raises(backup_pretend.PretendNeedsGeneration):
         backup(tmp_path / 'repo', [tmp_path / 'live'], pretend=True)
 
 

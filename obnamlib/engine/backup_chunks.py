@@ -1,0 +1,98 @@
+"""The chunks one backup run writes (format-6.md §7.2, cli.md §6.4).
+
+Each piece of content is stored once per run, or found again in the
+chunk indexes as --deduplicate allows (fatalist: the MD5 digest is
+enough; verify: the content must match too; never: always a new chunk).
+A new chunk is remembered until a commit puts it into the indexes, so a
+failed run can delete what nothing refers to.
+"""
+
+import hashlib
+import logging
+
+import obnamlib.engine.chunker
+import obnamlib.errors
+
+
+class RunChunks:
+    """The chunks of one run: stored, found again, waiting for the
+    indexes.  `bytes_written` counts new chunk content."""
+
+    def __init__(self, repo, options, progress):
+        self.repo = repo
+        self.options = options
+        self.progress = progress
+        self.new_chunks = []          # (chunk id, md5 digest) not indexed
+        self.run_chunks = {}          # md5 digest -> chunk id, this run
+        self.bytes_written = 0
+        self.find_by_md5 = True
+        self.zero_digest = hashlib.md5(
+            obnamlib.engine.chunker.zeros(options.chunk_size)).digest()
+
+    def store(self, data):
+        """(chunk id, MD5 digest) for data: an existing chunk if dedup
+        allows, else a new one."""
+        mode = self.options.deduplicate
+        if data is obnamlib.engine.chunker.zeros(len(data)) and \
+                len(data) == self.options.chunk_size:
+            digest = self.zero_digest
+        else:
+            digest = hashlib.md5(data).digest()
+        if mode != 'never':
+            chunk_id = self._reuse(digest, data, mode)
+            if chunk_id is not None:
+                return chunk_id, digest
+        chunk_id = self.repo.put_chunk_content(data, md5_digest=digest)
+        self.new_chunks.append((chunk_id, digest))
+        self.run_chunks[digest] = chunk_id
+        self.bytes_written += len(data)
+        self.progress.uploaded(len(data))
+        return chunk_id, digest
+
+    def _reuse(self, digest, data, mode):
+        chunk_id = self.run_chunks.get(digest)
+        if chunk_id is not None:
+            if mode == 'fatalist' or self._same(chunk_id, data):
+                return chunk_id
+        for chunk_id in self._find_in_indexes(digest, data):
+            if mode == 'fatalist' or self._same(chunk_id, data):
+                return chunk_id
+        return None
+
+    def _find_in_indexes(self, digest, data):
+        if self.find_by_md5:
+            try:
+                return self.repo.find_chunk_ids_by_md5(digest)
+            except NotImplementedError:
+                self.find_by_md5 = False
+        return self.repo.find_chunk_ids_by_content(data)
+
+    def _same(self, chunk_id, data):
+        try:
+            return self.repo.get_chunk_content(chunk_id) == data
+        except obnamlib.errors.RepositoryChunkDoesNotExist:
+            return False
+
+    def index_new(self, client):
+        """Put the new chunks into the (locked) chunk indexes."""
+        for chunk_id, digest in self.new_chunks:
+            self.repo.put_chunk_md5_into_indexes(chunk_id, digest, client)
+        self.new_chunks = []
+
+    def forget_indexed(self):
+        """After a commit the indexes find this run's chunks: the in-run
+        map need only cover one checkpoint interval (memory for a million
+        files)."""
+        self.run_chunks.clear()
+
+    def remove_unindexed(self):
+        """Delete the chunks written since the last commit: no committed
+        generation or index refers to them, and after ENOSPC the space is
+        what the next run needs."""
+        for chunk_id, _ in self.new_chunks:
+            try:
+                self.repo.remove_chunk(chunk_id)
+            except Exception:
+                logging.warning('could not remove unused chunk %x', chunk_id)
+                break
+        self.new_chunks = []

@@ -1,0 +1,156 @@
+"""A live file's content into chunks (format-6.md §7.2.2).
+
+The file is read once, cut by obnamlib.engine.chunker, each chunk stored
+through RunChunks; a hard-linked file's chunks are reused when its
+mtime and size have not moved; a file that changed while it was read is
+refused (FileChangedDuringBackup, new here).  Errors of the live file
+system become per-file errors (as_obnam_error), raised as LiveFileError.
+"""
+
+import errno
+import hashlib
+import os
+
+import obnamlib.engine.chunker
+import obnamlib.errors
+
+
+EMPTY_MD5 = hashlib.md5(b'').digest()
+# Below this size posix_fadvise costs more than the page cache it saves.
+_ADVISE_SIZE = 256 * 1024
+
+
+class FileChangedDuringBackup(obnamlib.errors.ObnamError):
+    """The file's size or mtime moved while we read it (new here)."""
+    code = 'R0A128X'
+    msg = '{filename}: file changed while it was being backed up'
+
+
+class LiveFileError(Exception):
+    """Carries a per-file ObnamError out of the content loop."""
+
+    def __init__(self, error):
+        super().__init__(str(error))
+        self.error = error
+
+
+def as_obnam_error(error, path, io=False):
+    """An OSError from the live file system as RCE08AX/RD5FA4X.
+
+    Every per-file handler goes through here, so an error that ends the
+    run (obnamlib.errors.reraise_fatal) is raised again instead of counted."""
+    obnamlib.errors.reraise_fatal(error)
+    if isinstance(error, obnamlib.errors.ObnamError):
+        return error
+    cls = obnamlib.errors.ObnamIOError if io else \
+        obnamlib.errors.ObnamSystemError
+    return cls(filename=path, errno=error.errno, strerror=error.strerror)
+
+
+class _WholeFileDigest:
+    """MD5 of a whole file from its chunks.  Most files are one chunk, and
+    then the chunk's digest is the file's: the content is hashed once."""
+
+    def __init__(self):
+        self.first = None         # (chunk, digest) while only one is known
+        self.md5 = None
+
+    def add(self, chunk, digest):
+        if self.md5 is None and self.first is None:
+            self.first = (chunk, digest)
+            return
+        if self.md5 is None:
+            self.md5 = hashlib.md5(self.first[0])
+            self.first = None
+        self.md5.update(chunk)
+
+    def digest(self):
+        if self.md5 is not None:
+            return self.md5.digest()
+        if self.first is not None:
+            return self.first[1]
+        return EMPTY_MD5
+
+
+class FileContent:
+    """Stores regular files' content from `fs` as chunks (`chunks`, a
+    RunChunks), calling `after_chunk()` after each one (a checkpoint may
+    be due in the middle of a big file)."""
+
+    def __init__(self, fs, options, chunks, after_chunk):
+        self.fs = fs
+        self.options = options
+        self.chunks = chunks
+        self.after_chunk = after_chunk
+        self.hard_links = {}          # (dev, ino) -> (mtime, size), result
+
+    def store(self, path, st):
+        """Store the file's chunks; (chunk ids, whole-file MD5 digest).
+        LiveFileError if the file cannot be read whole."""
+        link_key = (st.st_dev, st.st_ino) if st.st_nlink > 1 else None
+        if link_key is not None:
+            known = self.hard_links.get(link_key)
+            if known is not None and known[0] == (st.st_mtime_ns, st.st_size):
+                return known[1]
+        result = self._read(path, st)
+        if link_key is not None:
+            self.hard_links[link_key] = ((st.st_mtime_ns, st.st_size), result)
+        return result
+
+    def _read(self, path, st):
+        if st.st_size == 0:
+            # Nothing to read: an empty file has no chunks (format-6 §7.2.2).
+            try:
+                self.fake_failure(path)
+            except OSError as e:
+                raise LiveFileError(as_obnam_error(e, path, io=True))
+            return [], EMPTY_MD5
+        try:
+            self.fake_failure(path)
+            f = self.fs.open_read(path)
+        except (OSError, obnamlib.errors.ObnamError) as e:
+            raise LiveFileError(as_obnam_error(e, path, io=True))
+        try:
+            return self._store_chunks(path, st, f)
+        finally:
+            try:
+                f.close()
+            except OSError:
+                pass
+
+    def fake_failure(self, path):
+        """--testing-fail-matching: ENOENT for a path that matches."""
+        for pattern in self.options.fail_matching:
+            if pattern.search(path):
+                raise OSError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+
+    def _store_chunks(self, path, st, f):
+        whole = _WholeFileDigest()
+        chunk_ids = []
+        total = 0
+        chunks = obnamlib.engine.chunker.iter_chunks(
+            f, self.options.chunk_size, advise=st.st_size >= _ADVISE_SIZE)
+        while True:
+            try:
+                chunk = next(chunks, None)
+            except (OSError, obnamlib.errors.ObnamError) as e:
+                raise LiveFileError(as_obnam_error(e, path, io=True))
+            if chunk is None:
+                break
+            total += len(chunk)
+            chunk_id, digest = self.chunks.store(chunk)
+            chunk_ids.append(chunk_id)
+            whole.add(chunk, digest)
+            self.after_chunk()
+        if total != st.st_size or _mtime_moved(f, st):
+            raise LiveFileError(FileChangedDuringBackup(filename=path))
+        return chunk_ids, whole.digest()
+
+
+def _mtime_moved(f, st):
+    try:
+        now = os.fstat(f.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
+    return (now.st_mtime_ns != st.st_mtime_ns or
+            now.st_size != st.st_size)
