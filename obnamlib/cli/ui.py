@@ -8,8 +8,8 @@ there is a terminal, so cron mail shows them); `error` messages go to
 stderr always.  The progress display is drawn only on /dev/tty, never on
 stdout or stderr, and only without `--quiet`: by ttystatus where it is
 installed (Debian's python3-ttystatus), else by obnam's own `StatusLine`
-(a pip install).  Engines never print: they get a progress object, and
-tests give them a `RecordingProgress`.
+(a pip install).  Engines never print: they get a progress object (in
+tests, the RecordingProgress of tests/recording_progress.py).
 """
 
 import os
@@ -29,20 +29,6 @@ class NullProgress:
 
     def finish(self):
         """The run is over: remove the display for good."""
-
-
-class RecordingProgress(NullProgress):
-    """Keeps every status line, for tests of engines and commands."""
-
-    def __init__(self):
-        self.lines = []
-        self.finished = False
-
-    def status(self, text):
-        self.lines.append(text)
-
-    def finish(self):
-        self.finished = True
 
 
 class TerminalProgress(NullProgress):

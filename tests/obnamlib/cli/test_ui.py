@@ -7,6 +7,7 @@ import pytest
 
 from obnamlib.cli import ui
 from tests import paths
+from tests.recording_progress import RecordingProgress
 
 
 def make(quiet=False, output_filename='', progress=None):
@@ -85,7 +86,7 @@ def test_messages_clear_the_progress_display_first():
 
 
 def test_recording_progress_keeps_lines():
-    rec = ui.RecordingProgress()
+    rec = RecordingProgress()
     u, _, _ = make(progress=rec)
     u.progress().status('1/3 done')
     u.progress().status('2/3 done')

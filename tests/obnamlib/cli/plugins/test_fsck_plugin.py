@@ -94,6 +94,7 @@ def test_damaged_key_files_are_reported(reference_repos, reference_gpg_home,
 
 from obnamlib.engine import fsck_engine  # noqa: E402
 from obnamlib.cli import ui
+from tests.recording_progress import RecordingProgress
 from obnamlib.cli.plugins import fsck_plugin  # noqa: E402
 
 CHECKOUT = paths.CHECKOUT
@@ -121,7 +122,7 @@ class FakeClock:
 
 
 def test_reporter_redraws_at_most_ten_times_a_second_and_on_each_phase():
-    progress = ui.RecordingProgress()
+    progress = RecordingProgress()
     user = ui.UserInterface(stdout=io.StringIO(), stderr=io.StringIO(),
                             progress=progress)
     clock = FakeClock()

@@ -154,9 +154,10 @@ def test_missing_chunk_fails_at_the_end(tmp_path, backed_up):
 def test_progress_and_summary_formats(tmp_path, backed_up):
     import io
     from obnamlib.cli import ui as ui_module
+    from tests.recording_progress import RecordingProgress
     from obnamlib.cli.plugins import restore_plugin
     _, repo, gens = backed_up
-    progress = ui_module.RecordingProgress()
+    progress = RecordingProgress()
     ui = ui_module.UserInterface(stdout=io.StringIO(), stderr=io.StringIO(),
                                  progress=progress)
     reporter = restore_plugin.UiReporter(ui, repo, gens[1], full=True)
