@@ -1,0 +1,109 @@
+"""The Repository API's chunk methods, in format 6.
+
+A part of RepositoryFormat6 (which see), kept apart because it is one
+concern: chunk files and the chunk indexes.  It uses the repository's
+`chunks` (ChunkStore), `indexes` (ChunkIndexes), `chunk_indexing`
+(ChunkIndexing), `locks` and `fs`.
+"""
+
+from obnamlib.repo.fmt_6 import keys
+from obnamlib.repo.fmt_6.chunk_indexes import TOPLEVELS as CHUNK_DIRS
+from obnamlib.repo.fmt_6.damage import reporting_damage
+
+
+class ChunkMethods:
+
+    @reporting_damage
+    def put_chunk_content(self, data, md5_digest=None):
+        """md5_digest: the caller's MD5 of data, so it is not hashed twice.
+        The chunk file may still be being written: the commits wait."""
+        return self.chunk_indexing.put(data, md5_digest)
+
+    @reporting_damage
+    def get_chunk_content(self, chunk_id):
+        return self.chunks.get(chunk_id)
+
+    @reporting_damage
+    def expect_chunk_reads(self):
+        """An encrypted local repository starts its helper process."""
+        self.fs.expect_reads()
+
+    @reporting_damage
+    def prefetch_chunks(self, chunk_ids):
+        """Read the chunk files together when the storage can (SFTP)."""
+        self.chunks.prefetch(chunk_ids)
+
+    @reporting_damage
+    def has_chunk(self, chunk_id):
+        return self.chunks.has(chunk_id)
+
+    @reporting_damage
+    def find_chunk_ids_by_content(self, data):
+        return self.chunk_indexing.find(keys.content_checksum(data))
+
+    @reporting_damage
+    def find_chunk_ids_by_md5(self, md5_digest):
+        return self.chunk_indexing.find(keys.checksum_of_digest(md5_digest))
+
+    @reporting_damage
+    def put_chunk_md5_into_indexes(self, chunk_id, md5_digest, client_name):
+        self.chunk_indexing.require_lock()
+        self.chunk_indexing.index(
+            chunk_id, keys.checksum_of_digest(md5_digest), client_name)
+
+    @reporting_damage
+    def lock_chunk_indexes(self):
+        self.locks.lock(CHUNK_DIRS)
+        try:
+            self.indexes.start_changes()
+        except BaseException:
+            self.locks.unlock(CHUNK_DIRS)
+            raise
+
+    @reporting_damage
+    def commit_chunk_indexes(self):
+        self.chunk_indexing.commit()
+        self.locks.unlock(CHUNK_DIRS)
+
+    @reporting_damage
+    def unlock_chunk_indexes(self):
+        self.chunk_indexing.discard()
+        self.locks.unlock(CHUNK_DIRS)
+
+    @reporting_damage
+    def put_chunk_into_indexes(self, chunk_id, data, client_name):
+        """data may be None: the checksum then comes from this session,
+        the chunklist, or the chunk's content."""
+        indexing = self.chunk_indexing
+        indexing.require_lock()
+        if data is not None:
+            checksum = keys.content_checksum(data)
+        else:
+            checksum = indexing.checksum_of(chunk_id)
+        indexing.index(chunk_id, checksum, client_name)
+
+    @reporting_damage
+    def remove_chunk_from_indexes(self, chunk_id, client_name):
+        return self.chunk_indexing.remove_use(chunk_id, client_name)
+
+    @reporting_damage
+    def get_chunk_ids(self):
+        return self.chunks.ids()
+
+    @reporting_damage
+    def remove_chunk(self, chunk_id):
+        self.chunks.remove(chunk_id)
+
+    @reporting_damage
+    def remove_unused_chunks(self, client_name, candidate_chunk_ids):
+        """Chunk files are deleted at commit_chunk_indexes, after the index
+        commit, so a crash never leaves an index entry without its file."""
+        return self.chunk_indexing.remove_unused(client_name,
+                                                 candidate_chunk_ids)
+
+    # --- extras for fsck and dumps --------------------------------------
+
+    @reporting_damage
+    def get_chunk_index_entries(self):
+        """(chunklist pairs, chunksums triples) of the newest index trees."""
+        return self.indexes.all_chunklist(), self.indexes.all_chunksums()
