@@ -8,7 +8,7 @@ import os
 import urllib.parse
 
 import obnamlib.errors
-import obnamlib.vfs.base
+import obnamlib.vfs.factory
 
 
 class MixedRootsError(obnamlib.errors.ObnamError):
@@ -25,12 +25,12 @@ def normalise_root(root):
 
 def open_live_fs(roots, settings):
     """The live VFS and the roots' paths on it (local, or one sftp host)."""
-    schemes = {obnamlib.vfs.base.parse_scheme(root) for root in roots}
+    schemes = {obnamlib.vfs.factory.parse_scheme(root) for root in roots}
     if schemes == {''}:
-        return (obnamlib.vfs.base.open_vfs('/', settings),
+        return (obnamlib.vfs.factory.open_vfs('/', settings),
                 [normalise_root(root) for root in roots])
     first = roots[0]
-    fs = obnamlib.vfs.base.open_vfs(first, settings)
+    fs = obnamlib.vfs.factory.open_vfs(first, settings)
     paths = []
     for root in roots:
         parsed = urllib.parse.urlparse(root)

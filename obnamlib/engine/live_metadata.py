@@ -133,24 +133,12 @@ class MetadataApplier:
 
     def apply(self, path, md):
         """Apply md to path (bytes); returns a list of SetMetadataError
-        (empty on success): a failed step does not stop later ones."""
-        together = getattr(self.fs, 'set_attributes', None)
-        if together is not None:
-            return self._apply_together(together, path, md)
-        errors = []
-        self._set_owner(path, md, errors)
-        if self._mode_applies(md):
-            self._step(errors, path, 'chmod', self.fs.chmod, path,
-                       self.mode_to_set(md))
-        self._set_xattrs(path, md, errors)
-        self._set_times(path, md, errors)
-        return errors
-
-    def _apply_together(self, set_attributes, path, md):
-        """The same steps through a remote VFS's set_attributes (SFTP: one
-        round trip); xattrs, which SFTP lacks, keep their own calls."""
+        (empty on success): a failed step does not stop later ones.
+        Owner, mode and times go through the VFS's set_attributes (one
+        round trip over SFTP); xattrs, which SFTP lacks, are set one by
+        one."""
         owner = self._owner_ids(md)
-        failures = set_attributes(
+        failures = self.fs.set_attributes(
             path, owner=owner,
             mode=self.mode_to_set(md) if self._mode_applies(md) else None,
             times=_times_ns(md))
@@ -183,16 +171,6 @@ class MetadataApplier:
                 (md.st_uid is not None and md.st_uid == self.euid))
         return mode if keep else mode & ~_SETID_BITS
 
-    def _set_owner(self, path, md, errors):
-        owner = self._owner_ids(md)
-        if self.euid == 0:
-            self._step(errors, path, 'chown', self.fs.lchown, path, *owner)
-        elif owner is not None:
-            try:
-                self.fs.lchown(path, *owner)
-            except obnamlib.errors.ObnamError as e:
-                obnamlib.errors.reraise_fatal(e)
-
     def _set_xattrs(self, path, md, errors):
         for name, value in decode_xattrs(md.xattr):
             if self.euid != 0 and not name.startswith(b'user.'):
@@ -201,11 +179,6 @@ class MetadataApplier:
                 continue
             self._step(errors, path, 'xattr %s' % os.fsdecode(name),
                        self.fs.lsetxattr, path, name, value)
-
-    def _set_times(self, path, md, errors):
-        times = _times_ns(md)
-        if times is not None:
-            self._step(errors, path, 'utimes', self.fs.lutimes, path, *times)
 
     @staticmethod
     def _step(errors, path, what, func, *args):

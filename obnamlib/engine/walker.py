@@ -21,6 +21,7 @@ a noticeable part of its time on per-entry overhead:
 import stat as stat_module
 
 import obnamlib.errors
+import obnamlib.vfs.base
 import obnamlib.engine.pathname_excluder
 
 ENTER = 'enter'
@@ -113,7 +114,7 @@ def walk(vfs, root, root_st, exclusions=None, fake_failure=None):
         if not _S_ISDIR(st.st_mode):
             yield (FILE, path, st, None)
             continue
-        if lister.prefetch is not None:
+        if lister.prefetch:
             lister.next_dirs = _next_dirs(frame)
         child, error = _open_dir(vfs, lister, path, st, exclusions, root_dev)
         if child is None:
@@ -144,16 +145,17 @@ class _Lister:
     def __init__(self, vfs, fake_failure):
         self.vfs = vfs
         self.fake_failure = fake_failure
-        self.prefetch = getattr(vfs, 'prefetch_listings', None)
+        self.prefetch = (obnamlib.vfs.base.PREFETCHES_LISTINGS in
+                         vfs.capabilities)
         self.fetched = set()
         self.next_dirs = []
 
     def __call__(self, path):
         if self.fake_failure is not None:
             self.fake_failure(path)
-        if self.prefetch is not None and path not in self.fetched:
+        if self.prefetch and path not in self.fetched:
             batch = [path] + self.next_dirs
-            self.prefetch(batch)
+            self.vfs.prefetch_listings(batch)
             self.fetched.update(batch)
         self.fetched.discard(path)
         return self.vfs.scandir(path)

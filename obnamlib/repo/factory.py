@@ -111,8 +111,8 @@ def _is_local(url):
 
 
 def _open_raw_vfs(url, opts):
-    from obnamlib.vfs import base as vfs_module
-    return vfs_module.open_vfs(
+    from obnamlib.vfs import factory as vfs_factory
+    return vfs_factory.open_vfs(
         url, opts.settings if opts.settings is not None else {})
 
 
@@ -138,7 +138,7 @@ def _make_root(vfs, url):
     if vfs.isdir('.'):
         return
     try:
-        vfs.mkdir('.') if hasattr(vfs, 'mkdir') else vfs.makedirs('.')
+        vfs.mkdir('.')
     except FileExistsError:
         pass
     except OSError as e:
@@ -204,15 +204,11 @@ def _format5_marker(raw, keys):
 
 def _write_format(fs):
     """Write the marker; False if another process was first."""
-    create = getattr(fs, 'create_file', None)
     data = (FORMAT_6 + '\n').encode('ascii')
-    if create is not None:
-        try:
-            create(FORMAT_FILE, data)
-        except FileExistsError:
-            return False
-    else:
-        fs.write_file(FORMAT_FILE, data)
+    try:
+        fs.create_file(FORMAT_FILE, data)
+    except FileExistsError:
+        return False
     return True
 
 

@@ -37,9 +37,7 @@ def opened_repository(settings, lock='none', create=False, client_name=None,
 
 def tell_of_stale_locks(repo, notice):
     """Have the repository's lock manager report the locks it breaks."""
-    manager = getattr(repo, 'locks', None)
-    if manager is not None:
-        manager.on_break = notice
+    repo.locks.on_break = notice
 
 
 def _take_locks(repo, lock, client_name):

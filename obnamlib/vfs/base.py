@@ -3,9 +3,9 @@
 A VFS has a root (a directory, local or on an SFTP server).  It offers two
 kinds of methods:
 
-* the StorageFS protocol (doc/architecture.md): `str` paths relative to the
-  root, raising plain `OSError`s (larch and fmt_6 rely on
-  `FileNotFoundError`), plus `lock`/`unlock` and transfer counters;
+* storage (`Storage`, the StorageFS protocol of doc/architecture.md): `str`
+  paths relative to the root, raising plain `OSError`s (larch and fmt_6
+  rely on `FileNotFoundError`), plus `lock`/`unlock` and transfer counters;
 * live-data methods: `bytes` paths (absolute on the VFS's host), raising
   `ObnamIOError` (reading/writing file content) or `ObnamSystemError`
   (everything else), both carrying `filename`, `errno` and `strerror`.
@@ -13,23 +13,56 @@ kinds of methods:
 `exists`, `isdir`, `makedirs`, `remove`, `rmdir` and `mkdir` serve both:
 the type of the path (str or bytes) decides.
 
-`open_vfs(url)` picks the implementation by URL scheme.
+Capabilities, not probes.  Every method a caller may use is defined here,
+the optional ones with a plain default that does the same thing with the
+required methods (`read_files` reads one file after another, `create_file`
+is an exclusive `lock`, `sync` and the prefetches do nothing,
+`set_attributes` calls the single setters).  So nobody asks whether a
+storage has a method.  Where a caller picks a different strategy because
+the storage does something well (reads many files in one round trip,
+creates files from a second thread), the storage says so in its
+`capabilities`, a frozenset of the constants below that an implementation
+sets as a class attribute; the default is none.  Callers test membership
+(`READS_IN_BATCHES in fs.capabilities`).
+
+`BasicStorage(obj)` gives the same interface to an object that has only
+the StorageFS table (larch's LocalFS and MemoryFS in tests).
+
+Which implementation serves a URL is decided above this module, by
+`obnamlib.vfs.factory.open_vfs`.
 """
 
 import abc
-import importlib
-import urllib.parse
 
 import obnamlib.errors
 
+# read_files(paths) has every read in flight together (SFTP): batch reads
+# save round trips, where elsewhere one read after another is as fast.
+READS_IN_BATCHES = 'reads-in-batches'
+# create_files(items) has every create in flight together (SFTP).
+CREATES_IN_BATCHES = 'creates-in-batches'
+# create_file may be called from a second thread while this one goes on
+# using the object (chunk files written behind a backup's reading).
+CREATES_IN_BACKGROUND = 'creates-in-background'
+# The files are under the local directory `root`, which a second process
+# may read and write too (the cipher helper of an encrypted repository).
+LOCAL_FILES = 'local-files'
+# prefetch_listings(paths) lists several directories in one round trip.
+PREFETCHES_LISTINGS = 'prefetches-listings'
 
-class VirtualFileSystem(abc.ABC):
-    """Abstract base; `LocalFS` and `SftpFS` implement every method."""
+NO_CAPABILITIES = frozenset()
 
-    def __init__(self, baseurl):
-        self.baseurl = baseurl
-        self.bytes_read = 0       # repository bytes read via read_file
-        self.bytes_written = 0    # repository bytes written via write_file
+
+class Storage(abc.ABC):
+    """The StorageFS protocol (str paths relative to the root): the table
+    of required methods and the optional ones with their defaults."""
+
+    capabilities = NO_CAPABILITIES
+
+    @property
+    def reads_in_batches(self):
+        """Whether read_files saves round trips (larch's name for it)."""
+        return READS_IN_BATCHES in self.capabilities
 
     def close(self):
         """Release connections; the object is unusable afterwards."""
@@ -39,8 +72,6 @@ class VirtualFileSystem(abc.ABC):
 
     def __exit__(self, *exc):
         self.close()
-
-    # --- StorageFS protocol (str paths relative to the root) ---------------
 
     @abc.abstractmethod
     def read_file(self, path):
@@ -59,16 +90,6 @@ class VirtualFileSystem(abc.ABC):
         """Atomic rename replacing `new`."""
 
     @abc.abstractmethod
-    def lock(self, path, content=b''):
-        """Create the file exclusively; LockFail if it already exists."""
-
-    @abc.abstractmethod
-    def unlock(self, path):
-        """Remove a lock file made by lock()."""
-
-    # --- shared by both kinds (str: relative, bytes: absolute) -------------
-
-    @abc.abstractmethod
     def exists(self, path):
         """True if anything (even a dangling symlink) is at path."""
 
@@ -81,16 +102,145 @@ class VirtualFileSystem(abc.ABC):
         """Create a directory and missing parents; no error if it exists."""
 
     @abc.abstractmethod
-    def mkdir(self, path, mode=0o777):
-        """Create one directory (the parent must exist)."""
-
-    @abc.abstractmethod
     def remove(self, path):
         """Remove a non-directory."""
 
     @abc.abstractmethod
     def rmdir(self, path):
         """Remove an empty directory."""
+
+    # --- optional, with defaults -------------------------------------------
+
+    def lock(self, path, content=b''):
+        """Create the file exclusively; LockFail if it already exists.
+        Default: exclusive only against files already there."""
+        if self.exists(path):
+            raise obnamlib.errors.LockFail(
+                lock_name=path, reason='lock file already exists')
+        self.write_file(path, content)
+
+    def unlock(self, path):
+        """Remove a lock file made by lock()."""
+        self.remove(path)
+
+    def read_raw(self, path):
+        """The bytes as stored (a storage that filters content, like
+        RepositoryFS, reads lock files and the lock breakers' tokens with
+        it); here the same as read_file."""
+        return self.read_file(path)
+
+    def create_file(self, path, data):
+        """Exclusive create (FileExistsError if the name is taken), never
+        seen half-written: chunk files, `metadata/format`."""
+        try:
+            self.lock(path, data)
+        except obnamlib.errors.LockFail:
+            raise FileExistsError(path)
+
+    def read_files(self, paths):
+        """read_file of each path, in order; raises like read_file for the
+        first that fails.  Together where READS_IN_BATCHES."""
+        return [self.read_file(path) for path in paths]
+
+    def create_files(self, items):
+        """create_file of each (path, data); per item None or the
+        FileExistsError it met (other errors raise).  Together where
+        CREATES_IN_BATCHES."""
+        results = []
+        for path, data in items:
+            try:
+                self.create_file(path, data)
+            except FileExistsError as e:
+                results.append(e)
+            else:
+                results.append(None)
+        return results
+
+    def read_ahead(self, paths):
+        """A hint: these files will be read next, in this order (larch's
+        name; RepositoryFS decrypts them ahead in a second process)."""
+
+    def expect_reads(self):
+        """A hint: many files will be read (fsck, restore, verify)."""
+
+    def sync(self):
+        """Make everything written so far durable (where the storage can
+        be asked to; a remote server decides for itself)."""
+
+    def spread_subdirectories(self, path):
+        """A placement hint for directory path (LocalFS: ext4's top
+        directory flag); True if it was taken, False by default."""
+        return False
+
+
+class BasicStorage(Storage):
+    """The Storage interface, with its defaults, over an object that has
+    only the StorageFS table (larch's LocalFS and MemoryFS)."""
+
+    def __init__(self, table):
+        self.table = table
+
+    def __repr__(self):
+        return repr(self.table)
+
+    def read_file(self, path):
+        return self.table.read_file(path)
+
+    def write_file(self, path, data):
+        self.table.write_file(path, data)
+
+    def listdir(self, path):
+        return self.table.listdir(path)
+
+    def rename(self, old, new):
+        self.table.rename(old, new)
+
+    def exists(self, path):
+        return self.table.exists(path)
+
+    def isdir(self, path):
+        return self.table.isdir(path)
+
+    def makedirs(self, path):
+        self.table.makedirs(path)
+
+    def remove(self, path):
+        self.table.remove(path)
+
+    def rmdir(self, path):
+        self.table.rmdir(path)
+
+
+def as_storage(obj):
+    """obj itself if it is a Storage, else a BasicStorage around it."""
+    return obj if isinstance(obj, Storage) else BasicStorage(obj)
+
+
+class VirtualFileSystem(Storage):
+    """Storage plus live data; `LocalFS` and `SftpFS` implement it."""
+
+    # Files up to this size are worth a prefetch() (the backup engine
+    # batches them); 0: prefetch is not worth calling.
+    prefetch_size = 0
+
+    def __init__(self, baseurl):
+        self.baseurl = baseurl
+        self.bytes_read = 0       # repository bytes read via read_file
+        self.bytes_written = 0    # repository bytes written via write_file
+
+    @abc.abstractmethod
+    def lock(self, path, content=b''):
+        """Create the file exclusively; LockFail if it already exists."""
+
+    @abc.abstractmethod
+    def unlock(self, path):
+        """Remove a lock file made by lock()."""
+
+    # --- shared by both kinds (str: relative, bytes: absolute) -------------
+
+    @abc.abstractmethod
+    def mkdir(self, path, mode=0o777):
+        """Create one directory (the parent must exist)."""
 
     # --- live data (bytes paths) -------------------------------------------
 
@@ -150,19 +300,31 @@ class VirtualFileSystem(abc.ABC):
     def mknod(self, path, mode, device=0):
         """Create a FIFO, socket or device node with the given st_mode."""
 
+    # --- live data, optional (defaults) -------------------------------------
 
-def parse_scheme(url):
-    """The URL scheme as obnam sees it: '' for a local path."""
-    return urllib.parse.urlparse(url).scheme
+    def prefetch_listings(self, paths):
+        """A hint: these directories will be listed by scandir next.  A
+        VFS with PREFETCHES_LISTINGS lists them together now."""
 
+    def prefetch(self, paths):
+        """A hint: these files (each at most prefetch_size) will be read
+        by open_read next."""
 
-def open_vfs(url, settings=None):
-    """A VirtualFileSystem rooted at url: local path or sftp://; else R826A1X."""
-    scheme = parse_scheme(url)
-    if scheme == '':
-        local = importlib.import_module('obnamlib.vfs.local')
-        return local.LocalFS(url)
-    if scheme == 'sftp':
-        sftp = importlib.import_module('obnamlib.vfs.sftp.fs')
-        return sftp.SftpFS(url, settings=settings)
-    raise obnamlib.errors.UnknownVFSError(url=url)
+    def set_attributes(self, path, owner=None, mode=None, times=None):
+        """lchown(*owner), chmod(mode), lutimes(*times) of one path, in
+        that order, each step that is not None; a failed step does not
+        stop the later ones.  Returns {'owner'|'mode'|'times': error} for
+        the steps that failed (a fatal error raises)."""
+        steps = (('owner', self.lchown, owner),
+                 ('mode', self.chmod, None if mode is None else (mode,)),
+                 ('times', self.lutimes, times))
+        failures = {}
+        for name, setter, args in steps:
+            if args is None:
+                continue
+            try:
+                setter(path, *args)
+            except obnamlib.errors.ObnamError as e:
+                obnamlib.errors.reraise_fatal(e)
+                failures[name] = e
+        return failures

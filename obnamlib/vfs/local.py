@@ -131,7 +131,10 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
     # create_file may run in a second thread while this one goes on using
     # the object: chunk files are then written behind the backup's reading
     # (fmt_6.chunk_writer).  A file creation costs the kernel 0.1-1 ms.
-    creates_in_background = True
+    # The files are under `root`, where the cipher helper process of an
+    # encrypted repository reads and creates them too.
+    capabilities = frozenset({obnamlib.vfs.base.CREATES_IN_BACKGROUND,
+                              obnamlib.vfs.base.LOCAL_FILES})
 
     def __init__(self, root, settings=None):
         root = os.path.abspath(os.fsdecode(root))
@@ -183,8 +186,8 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
         they are complete.  A failed write removes the part written; a
         crash may leave one, which only fsck sees (an unused chunk).  One
         file creation, where a temporary file and a link cost two
-        directory changes more.  Safe to call from a second thread (see
-        `creates_in_background`)."""
+        directory changes more.  Safe to call from a second thread
+        (CREATES_IN_BACKGROUND)."""
         full = self._full(path)
         self._in_parent(full, lambda: _write_new(full, data))
         self._count_written(len(data))

@@ -18,7 +18,7 @@ from obnamlib.cli.live_fs import open_live_fs
 import obnamlib.errors
 import obnamlib.engine.pathname_excluder
 import obnamlib.cli.plugin
-import obnamlib.vfs.base
+import obnamlib.vfs.factory
 import obnamlib.engine.walker
 
 GROUP = 'Backing up'
@@ -103,7 +103,7 @@ def created_notice(url):
     """Said once, on stderr, when a backup made the repository: a mistyped
     path or an unmounted disk shows at the first run, not at the first
     restore."""
-    if obnamlib.vfs.base.parse_scheme(url) == '':
+    if obnamlib.vfs.factory.parse_scheme(url) == '':
         url = os.path.abspath(url)
     return 'Created a new repository at %s' % url
 

@@ -59,12 +59,13 @@ class EncryptionPlugin(plugin.ObnamPlugin):
 
     @staticmethod
     def _keys(repo):
-        return getattr(repo.fs, 'keys', None)
+        """The repository storage's key store (None: not encrypted)."""
+        return repo.fs.keys
 
     @staticmethod
     def _toplevels(repo):
-        return sorted(name for name in repo.fs.listdir('.')
-                      if name not in NOT_TOPLEVELS and repo.fs.isdir(name))
+        return sorted(name for name in repo.fs.toplevel_names()
+                      if name not in NOT_TOPLEVELS)
 
     def _readable_keys(self, keys, toplevel):
         """Key ids of a toplevel, or None if it is not encrypted or the

@@ -13,7 +13,7 @@ import time
 from obnamlib import errors
 from obnamlib.cli import humanise, plugin
 from obnamlib.engine import restorer
-from obnamlib.vfs import base as vfs
+from obnamlib.vfs import factory as vfs
 
 
 class NoToError(errors.ObnamError):
@@ -62,8 +62,8 @@ class RestorePlugin(plugin.ObnamPlugin):
             always_restore_setuid=settings['always-restore-setuid'],
             pretend=settings['pretend'], client_name=client_name,
             target_display=settings['to'])
-        storage = getattr(repo, 'fs', None)
-        read_before = getattr(storage, 'bytes_read', 0)
+        storage = repo.fs
+        read_before = storage.bytes_read
         logging.info('Restoring generation %s of %s to %s',
                      repo.make_generation_spec(gen), client_name,
                      settings['to'])
@@ -77,7 +77,7 @@ class RestorePlugin(plugin.ObnamPlugin):
     def _finish(self, engine, storage, read_before):
         stats = engine.stats
         stats.ended = stats.ended or time.time()
-        downloaded = getattr(storage, 'bytes_read', read_before) - read_before
+        downloaded = storage.bytes_read - read_before
         downloaded = max(downloaded, stats.bytes)
         duration = stats.duration
         self.app.ui.progress().finish()

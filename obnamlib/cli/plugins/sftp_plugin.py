@@ -1,7 +1,7 @@
 """SSH/SFTP access settings (cli.md §3.12).
 
 The settings are read where a connection is opened (obnamlib/vfs/ssh_auth.py,
-through obnamlib.vfs.base.open_vfs); this plugin only declares them.  Host keys
+through obnamlib.vfs.factory.open_vfs); this plugin only declares them.  Host keys
 are never trusted silently: an unknown host is refused unless
 --ssh-host-keys-check=no, and a changed key is always refused.
 """

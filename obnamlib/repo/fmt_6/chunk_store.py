@@ -55,17 +55,19 @@ def parse_chunk_name(name):
 
 
 def _background_writer(fs):
-    """A ProcessChunkWriter if fs can leave its encrypted creates to a
-    second process; a ChunkWriter if it can leave its creates to a
-    thread; a BatchChunkWriter if it can create many files at once; else
-    None."""
-    if getattr(fs, 'can_seal_behind', False):
-        return ProcessChunkWriter(fs.seal_helper(), fs.seal_inline)
-    if getattr(fs, 'can_write_behind', False):
-        return ChunkWriter()
-    if getattr(fs, 'can_create_in_batches', False):
-        return BatchChunkWriter(fs.create_many_in_base)
-    return None
+    """(writer, the fs method that hands it over): a ProcessChunkWriter
+    if fs can leave its encrypted creates to a second process; a
+    ChunkWriter if it can leave its creates to a thread; a
+    BatchChunkWriter if it can create many files at once; else (None,
+    None)."""
+    if fs.can_seal_behind:
+        return (ProcessChunkWriter(fs.seal_helper(), fs.seal_inline),
+                fs.seal_behind)
+    if fs.can_write_behind:
+        return ChunkWriter(), fs.write_behind
+    if fs.can_create_in_batches:
+        return BatchChunkWriter(fs.create_many_in_base), fs.write_behind
+    return None, None
 
 
 class FetchedChunks:
@@ -113,7 +115,7 @@ class FetchedChunks:
 
 
 class ChunkStore:
-    """Chunk files in a StorageFS (filters applied by the fs).
+    """Chunk files in a repo_fs.RepositoryFS (which applies the filters).
 
     After write_behind(True), put() leaves the writing to a thread if the
     fs `can_write_behind` (RepositoryFS on a local disk); flush() before
@@ -125,7 +127,7 @@ class ChunkStore:
         self.next_id = None
         self.by_basename = None   # fallback map for non-default idpaths
         self.written = []         # [first, last] id ranges this object wrote
-        self.background = _background_writer(fs)
+        self.background, self._hand_over = _background_writer(fs)
         self.writer = None        # self.background while writing behind
         self.spread_asked = False
         self.listed_dir = None    # the chunk directory last listed, and
@@ -176,7 +178,7 @@ class ChunkStore:
             if self.background is not None and self.writer is None:
                 self.listed_dir = None      # list afresh: others write too
                 self._spread_chunk_directories()
-                self.fs.write_behind(self.background)
+                self._hand_over(self.background)
                 self.writer = self.background
         elif self.writer is not None:
             self.fs.write_behind(None)
@@ -189,9 +191,7 @@ class ChunkStore:
         where it has room (vfs_local.LocalFS.spread_subdirectories)."""
         if not self.spread_asked:
             self.spread_asked = True
-            spread = getattr(self.fs, 'spread_subdirectories', None)
-            if spread is not None:
-                spread(TOPLEVEL)
+            self.fs.spread_subdirectories(TOPLEVEL)
 
     def close(self):
         """Finish writing and stop the writer thread (failures dropped)."""
@@ -214,16 +214,10 @@ class ChunkStore:
         return any(first <= chunk_id <= last for first, last in self.written)
 
     def _create_exclusive(self, path, data):
-        create = getattr(self.fs, 'create_file', None)
-        if create is not None:
-            try:
-                create(path, data)
-            except FileExistsError:
-                return False
-            return True
-        if self.fs.exists(path):
+        try:
+            self.fs.create_file(path, data)
+        except FileExistsError:
             return False
-        self.fs.write_file(path, data)
         return True
 
     def prefetch(self, chunk_ids):
@@ -233,10 +227,9 @@ class ChunkStore:
         wanted = [chunk_id for chunk_id in dict.fromkeys(chunk_ids)
                   if chunk_id not in self.fetched and
                   not self._is_pending(chunk_id)][:self.fetched.max_chunks]
-        if not getattr(self.fs, 'reads_in_batches', False):
-            read_ahead = getattr(self.fs, 'read_ahead', None)
-            if read_ahead is not None and wanted:
-                read_ahead([idpath(c) for c in wanted])
+        if not self.fs.reads_in_batches:
+            if wanted:
+                self.fs.read_ahead([idpath(c) for c in wanted])
             return
         if not wanted:
             return

@@ -1,6 +1,7 @@
 """Opening the larch forests of a repository with the right key sizes."""
 
 from obnamlib import larch
+from obnamlib.vfs import base as vfs_base
 
 DEFAULT_NODE_SIZE = 262144
 # Nodes kept decoded in memory.  Our client trees are walked in file-id
@@ -16,35 +17,43 @@ INDEX_CACHE_NODES = 1024
 
 def open_forest(fs, dirname, key_size, node_size, allow_writes,
                 cache_nodes=CLIENT_CACHE_NODES):
-    """A forest in `dirname` of the repository storage `fs`."""
-    if allow_writes and callable(getattr(fs, 'sync', None)):
-        fs = SyncBeforeCommit(fs, dirname)
+    """A forest in `dirname` of the repository storage `fs` (a
+    RepositoryFS; tests may give any StorageFS)."""
+    if allow_writes:
+        fs = SyncBeforeCommit(vfs_base.as_storage(fs), dirname)
     return larch.open_forest(dirname=dirname, key_size=key_size,
                              node_size=node_size or DEFAULT_NODE_SIZE,
                              allow_writes=allow_writes, vfs=fs,
                              cache_size=cache_nodes)
 
 
-class SyncBeforeCommit:
+class SyncBeforeCommit(vfs_base.BasicStorage):
     """The storage as a writing forest sees it: everything written before
     the commit flag (`new/metadata`, format-6.md §5.5) is made durable
     first.  Then a power loss can cost the commit but never leave a
     committed tree naming a node, or a chunk file written before the
-    commit began, that did not reach the disk.  One sync per commit."""
+    commit began, that did not reach the disk.  One sync per commit
+    (where the storage syncs: a local disk).  Everything else larch asks
+    for (larch.StorageFS) goes to `fs`, a vfs.base.Storage, unchanged."""
 
     def __init__(self, fs, dirname):
-        self.fs = fs
+        super().__init__(fs)
         self.flag = dirname + '/new/metadata'
 
     def write_file(self, path, data):
         if path == self.flag:
-            self.fs.sync()
-        self.fs.write_file(path, data)
+            self.table.sync()
+        self.table.write_file(path, data)
 
-    def __getattr__(self, name):
-        if name == 'fs':
-            raise AttributeError(name)
-        return getattr(self.fs, name)
+    @property
+    def capabilities(self):
+        return self.table.capabilities
+
+    def read_files(self, paths):
+        return self.table.read_files(paths)
+
+    def read_ahead(self, paths):
+        self.table.read_ahead(paths)
 
 
 def keep_only_newest_tree(forest):

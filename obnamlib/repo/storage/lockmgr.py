@@ -46,8 +46,10 @@ def lock_path(dirname):
 class LockManager:
     """Locks below one repository.
 
-    `fs` needs `lock(path, content)` (exclusive create; raises LockFail or
-    FileExistsError if the file exists) and `unlock(path)`.  `timeout` is
+    `fs` is a vfs.base.Storage (a VFS, or RepositoryFS): `lock(path,
+    content)` (exclusive create; raises LockFail or FileExistsError if the
+    file exists), `unlock(path)`, `read_raw(path)` (lock and token files
+    are never filtered) and `remove(path)`.  `timeout` is
     --lock-timeout in seconds: retry once per second until it has passed.
     `sleep` and `clock` are injectable so tests need not wait; `this_host`
     (lock_holder.ThisHost) too.  `on_break(line)` hears of each stale
@@ -133,7 +135,7 @@ class LockManager:
     def _read(self, path):
         """A lock file's bytes, None if it is gone, b'' if unreadable."""
         try:
-            return getattr(self.fs, 'read_raw', self.fs.read_file)(path)
+            return self.fs.read_raw(path)
         except FileNotFoundError:
             return None
         except OSError:

@@ -12,6 +12,7 @@ import threading
 from obnamlib.crypto import cipher_process
 from obnamlib import errors
 from obnamlib.repo.storage import filters
+from obnamlib.vfs import base as vfs_base
 
 UNFILTERED_PATHS = ('metadata/format',)
 UNFILTERED_NAMES = ('key', 'userkeys', 'lock')
@@ -19,6 +20,9 @@ UNFILTERED_NAMES = ('key', 'userkeys', 'lock')
 # Files asked for ahead that are read in line, while the helper process
 # that reads the rest boots (read_ahead).
 READ_AHEAD_AFTER = 64
+
+# The base's capabilities that hold for RepositoryFS too.
+_PASSED_ON = frozenset({vfs_base.READS_IN_BATCHES})
 
 
 def normalise(path):
@@ -46,23 +50,32 @@ def default_cipher():
     return openpgp.SymmetricCipher()
 
 
-class RepositoryFS:
-    """StorageFS with filters.
+class RepositoryFS(vfs_base.Storage):
+    """Storage with filters: what fmt_6 and larch use, and nothing more.
 
-    base: any StorageFS (larch.vfs.LocalFS, an obnamlib VFS).
+    base: an obnamlib Storage (a VFS), or any object with the StorageFS
+    table (larch's LocalFS in tests: wrapped in vfs.base.BasicStorage).
     compress: wrap with `deflate` when it helps.
-    keys: None (no encryption) or an object with `symmetric_key(toplevel)`
-    (passphrase str, or None for an unencrypted toplevel) and
-    `prepare_toplevel(toplevel)` (makes `key`/`userkeys` of a new toplevel).
-    cipher: `encrypt(data, passphrase)` / `decrypt(data, passphrase)`,
-    optionally `decrypt_view` (takes and returns bytes-like objects, saves
-    copies); default: in-process OpenPGP (obnamlib.crypto.openpgp).
+    keys: None (no encryption) or a key_store.KeyStore.
+    cipher: `encrypt(data, passphrase)`, `decrypt(data, passphrase)` and
+    `decrypt_view(data, passphrase)` (takes and returns bytes-like
+    objects, saves copies); default: in-process OpenPGP
+    (obnamlib.crypto.openpgp).
     format5: read a format-5 repository (no tags, §14); read-only.
+
+    The interface: the Storage methods (filtered content, names, locks,
+    `sync`, `spread_subdirectories`, `close`), `read_raw`/`write_raw`,
+    larch's reading hints (`reads_in_batches`, `read_files`,
+    `read_ahead`) and fmt_6's (`expect_reads`), the chunk store's
+    background writing (`can_seal_behind`/`seal_behind`,
+    `can_write_behind`/`write_behind`,
+    `can_create_in_batches`/`create_many_in_base`), the counters
+    `bytes_read`/`bytes_written`, `keys` and `toplevel_names()`.
     """
 
     def __init__(self, base, compress=False, keys=None, cipher=None,
                  format5=False):
-        self.base = base
+        self.base = vfs_base.as_storage(base)
         self.format5 = format5
         self.compress = compress
         self.keys = keys
@@ -71,6 +84,7 @@ class RepositoryFS:
         self._lock = threading.Lock()
         self._count_lock = threading.Lock()
         self._behind = None       # see write_behind
+        self._sealing = False     # see seal_behind
         self._process = None      # cipher_process.CipherProcess, if used
         self._ahead_asked = 0
         self._keyless = set()     # toplevels whose key read_ahead lacked
@@ -98,18 +112,18 @@ class RepositoryFS:
         return self._unwrap(path, self.read_raw(path))
 
     @property
-    def reads_in_batches(self):
-        """Whether read_files saves round trips (the base has read_files:
-        SFTP); elsewhere it reads one file after another."""
-        return hasattr(self.base, 'read_files')
+    def capabilities(self):
+        """The base's READS_IN_BATCHES (read_files then saves round trips:
+        SFTP); its other capabilities are its own (see can_*_behind)."""
+        return self.base.capabilities & _PASSED_ON
 
     def read_files(self, paths):
         """read_file of several files; the base reads them together when
-        it can.  Raises like read_file for the first file that fails."""
-        base_read_files = getattr(self.base, 'read_files', None)
-        if base_read_files is None:
+        it reads in batches.  Raises like read_file for the first file
+        that fails."""
+        if not self.reads_in_batches:
             return [self.read_file(path) for path in paths]
-        raw = base_read_files(list(paths))
+        raw = self.base.read_files(list(paths))
         self.bytes_read += sum(len(data) for data in raw)
         return [self._unwrap(path, data) for path, data in zip(paths, raw)]
 
@@ -140,12 +154,10 @@ class RepositoryFS:
             self._create_raw(path, self._wrap_for(path, data))
 
     def _seal_behind(self, path, data):
-        """Leave a create's encryption to the writer (a ProcessChunkWriter
-        has submit_sealed): the file is counted now, at the size the
-        cipher knows in advance.  False if the writer or file do not
-        allow it."""
-        if not hasattr(self._behind, 'submit_sealed') or \
-                not is_filtered(path):
+        """Leave a create's encryption to the writer (see seal_behind):
+        the file is counted now, at the size the cipher knows in advance.
+        False if the writer or file do not allow it."""
+        if not self._sealing or not is_filtered(path):
             return False
         passphrase = self._write_passphrase(path)
         if passphrase is None:
@@ -163,6 +175,14 @@ class RepositoryFS:
         with seal_helper() and seal_inline): an encrypted repository on a
         local disk, with a cipher that can seal."""
         return self._reads_ahead() and cipher_process.can_seal(self.cipher)
+
+    def seal_behind(self, writer):
+        """Like write_behind, with a writer that also encrypts
+        (chunk_writer.ProcessChunkWriter): create_file hands it the
+        unencrypted tag chain and the passphrase,
+        writer.submit_sealed(path, parts, passphrase)."""
+        self._behind = writer
+        self._sealing = writer is not None
 
     def seal_inline(self, path, parts, passphrase):
         """Seal and create one file in this thread."""
@@ -225,21 +245,21 @@ class RepositoryFS:
     def _reads_ahead(self):
         """An encrypted repository on a local disk (format 6)."""
         return (self.keys is not None and not self.format5 and
-                getattr(self.base, 'creates_in_background', False))
+                vfs_base.LOCAL_FILES in self.base.capabilities)
 
     @property
     def can_write_behind(self):
         """Whether write_behind() may be used: the base can create files
         from a second thread."""
         return (not self.format5 and
-                getattr(self.base, 'creates_in_background', False))
+                vfs_base.CREATES_IN_BACKGROUND in self.base.capabilities)
 
     @property
     def can_create_in_batches(self):
-        """Whether create_many_in_base may be used (the base has
-        create_files: SFTP)."""
+        """Whether create_many_in_base saves round trips (the base
+        creates in batches: SFTP)."""
         return (not self.format5 and
-                hasattr(self.base, 'create_files'))
+                vfs_base.CREATES_IN_BATCHES in self.base.capabilities)
 
     def create_many_in_base(self, items):
         """The base's create_files for (path, already filtered data):
@@ -251,6 +271,7 @@ class RepositoryFS:
         leaves the base's create to writer.submit(path, data, create)
         (fmt_6.chunk_writer); None: create at once again."""
         self._behind = writer
+        self._sealing = False
 
     def _wrap_for(self, path, data):
         if self.format5:
@@ -283,10 +304,7 @@ class RepositoryFS:
             passphrase = self.keys.symmetric_key(toplevel)
             if passphrase is None:
                 raise filters.EncryptedFileWithoutKey(filename=path)
-            decrypt_view = getattr(self.cipher, 'decrypt_view', None)
-            if decrypt_view is not None:
-                return decrypt_view(data, passphrase)
-            return self.cipher.decrypt(bytes(data), passphrase)
+            return self.cipher.decrypt_view(data, passphrase)
         return decrypt
 
     def _prepare(self, toplevel):
@@ -323,44 +341,22 @@ class RepositoryFS:
         self._count_written(len(data))
 
     def _create_in_base(self, path, data):
-        create = getattr(self.base, 'create_file', None)
-        if create is not None:
-            create(path, data)
-        elif hasattr(self.base, 'lock'):
-            try:
-                self.base.lock(path, data)
-            except errors.LockFail:
-                raise FileExistsError(path)
-        else:
-            if self.base.exists(path):
-                raise FileExistsError(path)
-            self.base.write_file(path, data)
+        self.base.create_file(path, data)
 
     # --- locks (never filtered, §9) ---------------------------------------
 
     def lock(self, path, content=b''):
         """Exclusive create; LockFail if the file exists."""
         self._before_writing()
-        base_lock = getattr(self.base, 'lock', None)
-        if base_lock is not None:
-            try:
-                base_lock(path, content)
-            except FileExistsError:
-                raise errors.LockFail(lock_name=path,
-                                      reason='lock file already exists')
-        else:
-            if self.base.exists(path):
-                raise errors.LockFail(lock_name=path,
-                                      reason='lock file already exists')
-            self.base.write_file(path, content)
+        try:
+            self.base.lock(path, content)
+        except FileExistsError:
+            raise errors.LockFail(lock_name=path,
+                                  reason='lock file already exists')
         self._count_written(len(content))
 
     def unlock(self, path):
-        base_unlock = getattr(self.base, 'unlock', None)
-        if base_unlock is not None:
-            base_unlock(path)
-        else:
-            self.base.remove(path)
+        self.base.unlock(path)
 
     # --- names -------------------------------------------------------------
 
@@ -389,26 +385,30 @@ class RepositoryFS:
         self._before_writing()
         self.base.rename(old, new)
 
+    def toplevel_names(self):
+        """The repository's toplevel directories (key commands)."""
+        return [name for name in self.base.listdir('.')
+                if self.base.isdir(name)]
+
+    def sync(self):
+        """Make everything written so far durable (a writing forest's
+        commit, fmt_6.forests.SyncBeforeCommit)."""
+        self.base.sync()
+
+    def spread_subdirectories(self, path):
+        """The base's placement hint for chunks/ (LocalFS: ext4)."""
+        return self.base.spread_subdirectories(path)
+
     def _before_writing(self):
         """Nothing is written before the keys' checks have passed
         (--encrypt-with naming a key whose secret half is missing)."""
-        check = getattr(self.keys, 'check_before_writing', None)
-        if check is not None:
-            check()
+        if self.keys is not None:
+            self.keys.check_before_writing()
 
     def close(self):
-        close_keys = getattr(self.keys, 'close', None)
-        if close_keys is not None:
-            close_keys()
+        if self.keys is not None:
+            self.keys.close()
         if self._process is not None:
             self._process.close()
             self._process = None
-        close = getattr(self.base, 'close', None)
-        if close is not None:
-            close()
-
-    def __getattr__(self, name):
-        """Other raw-storage methods (lstat, mkdir, ...) pass through."""
-        if name == 'base':
-            raise AttributeError(name)
-        return getattr(self.base, name)
+        self.base.close()

@@ -21,6 +21,7 @@ import threading
 
 from obnamlib import errors
 from obnamlib.crypto import gpg, gpg_agent, openpgp
+from obnamlib.repo.storage.key_store import KeyStore
 
 KEY = 'key'
 USERKEYS = 'userkeys'
@@ -135,7 +136,7 @@ def _from_settings(settings, name, default):
     return default if value in (None, '') else value
 
 
-class ToplevelKeys:
+class ToplevelKeys(KeyStore):
     """Passphrases per toplevel, created for new toplevels when encrypting.
 
     base: the raw StorageFS of the repository root (key and userkeys are

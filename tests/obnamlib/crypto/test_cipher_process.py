@@ -51,7 +51,7 @@ def sealing_writer(fs, inline=0):
     assert fs.can_seal_behind
     writer = chunk_writer.ProcessChunkWriter(fs.seal_helper(), fs.seal_inline,
                                              inline=inline)
-    fs.write_behind(writer)
+    fs.seal_behind(writer)
     return writer
 
 

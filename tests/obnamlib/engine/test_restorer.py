@@ -527,14 +527,14 @@ def test_restore_over_sftp(world, sshd, monkeypatch):
     SFTP can express comes back exactly (times to the second: SFTP v3);
     special files and xattrs, which the protocol cannot create, are
     reported and fail the run."""
-    import obnamlib.vfs.base
+    import obnamlib.vfs.factory
     monkeypatch.delenv('SSH_AUTH_SOCK', raising=False)
     tmp, live = world
     make_funny_farm(live)
     repo = rh.new_repository(tmp / 'repo')
     gen = rh.store_tree(repo, str(live))
     target = tmp / 'target'
-    fs = obnamlib.vfs.base.open_vfs(sshd.url(str(target)), {
+    fs = obnamlib.vfs.factory.open_vfs(sshd.url(str(target)), {
         'ssh-key': sshd.client_key, 'ssh-known-hosts': sshd.known_hosts})
     rep = Collect()
     try:

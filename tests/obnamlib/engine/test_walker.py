@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+import obnamlib.vfs.base
 from obnamlib.engine import walker
 from tests.obnamlib.backup_helpers import live_fs, make_deep, remove_deep
 
@@ -156,6 +157,8 @@ def test_non_utf8_names_are_kept_as_bytes(tmp_path):
 class PrefetchingFS:
     """The real live file system with a listing prefetch, as SftpFS has:
     records the batches and serves each prefetched listing once."""
+
+    capabilities = frozenset({obnamlib.vfs.base.PREFETCHES_LISTINGS})
 
     def __init__(self, fs):
         self.fs = fs

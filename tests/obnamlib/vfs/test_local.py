@@ -3,7 +3,7 @@ import os
 import pytest
 
 import obnamlib.errors
-import obnamlib.vfs.base
+import obnamlib.vfs.factory
 import obnamlib.vfs.local
 from tests.obnamlib.restore_helpers import new_repository
 from tests.obnamlib.vfs_conformance import VfsConformance
@@ -16,21 +16,21 @@ class TestLocalFSConformance(VfsConformance):
 
 
 def test_open_vfs_plain_path_is_local(tmp_path):
-    vfs = obnamlib.vfs.base.open_vfs(str(tmp_path))
+    vfs = obnamlib.vfs.factory.open_vfs(str(tmp_path))
     assert isinstance(vfs, obnamlib.vfs.local.LocalFS)
     assert vfs.root == str(tmp_path)
 
 
 def test_open_vfs_relative_path_is_absolute(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    vfs = obnamlib.vfs.base.open_vfs('repo')
+    vfs = obnamlib.vfs.factory.open_vfs('repo')
     assert vfs.root == os.path.join(str(tmp_path), 'repo')
 
 
 @pytest.mark.parametrize('url', ['file:///tmp/x', 'ssh://host/x', 'foo:bar/x'])
 def test_open_vfs_unknown_scheme(url):
     with pytest.raises(obnamlib.errors.UnknownVFSError) as info:
-        obnamlib.vfs.base.open_vfs(url)
+        obnamlib.vfs.factory.open_vfs(url)
     assert str(info.value) == 'R826A1X: Unknown VFS type: %s' % url
 
 

@@ -47,7 +47,8 @@ def test_local_storage_can_write_behind_and_others_cannot(tmp_path):
     assert ChunkStore(local_repo_fs(tmp_path)).background is not None
     larch_fs = repo_fs.RepositoryFS(larch.vfs.LocalFS(str(tmp_path)))
     assert ChunkStore(larch_fs).background is None
-    assert ChunkStore(larch.vfs.MemoryFS()).background is None
+    assert ChunkStore(repo_fs.RepositoryFS(
+        larch.vfs.MemoryFS())).background is None
     format5 = repo_fs.RepositoryFS(obnamlib.vfs.local.LocalFS(str(tmp_path)),
                                    format5=True)
     assert ChunkStore(format5).background is None

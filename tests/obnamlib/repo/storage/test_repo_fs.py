@@ -8,13 +8,14 @@ import obnamlib.larch.vfs
 import obnamlib.vfs.local
 from obnamlib import errors
 from obnamlib.repo.storage import filters, repo_fs
+from obnamlib.repo.storage.key_store import KeyStore
 from tests.obnamlib.repo.storage.test_filters import XorCipher
 from tests.gpg_fixture import plain_gpg_home  # noqa: F401
 from tests.reference_data import extract_all
 
 
-class PassphraseTable:
-    """The `keys` protocol with fixed passphrases, recording preparations."""
+class PassphraseTable(KeyStore):
+    """A KeyStore with fixed passphrases, recording preparations."""
 
     def __init__(self, table):
         self.table = table
@@ -233,3 +234,52 @@ def _walk(repo, gen, path):
     yield path
     for name in repo.get_file_children(gen, path):
         yield from _walk(repo, gen, path.rstrip(b'/') + b'/' + name)
+
+
+def test_nothing_passes_through_to_the_base_by_name(tmp_path):
+    fs = repo_fs.RepositoryFS(obnamlib.vfs.local.LocalFS(str(tmp_path)))
+    for name in ('lstat', 'mkdir', 'scandir', 'root', 'create_files'):
+        assert hasattr(fs.base, name)
+    for name in ('lstat', 'mkdir', 'scandir', 'root'):
+        with pytest.raises(AttributeError):
+            getattr(fs, name)
+
+
+class CheckingKeys(PassphraseTable):
+    """Keys whose check refuses every write (--encrypt-with without the
+    secret key)."""
+
+    closed = False
+
+    def check_before_writing(self):
+        raise errors.LockFail(lock_name='x', reason='no secret key')
+
+    def close(self):
+        self.closed = True
+
+
+def test_the_keys_check_comes_before_any_write_and_close_reaches_them(base):
+    keys = CheckingKeys({})
+    fs = repo_fs.RepositoryFS(base, keys=keys, cipher=XorCipher())
+    for write in (lambda: fs.write_file('a/b', b'x'),
+                  lambda: fs.lock('lock'), lambda: fs.makedirs('d')):
+        with pytest.raises(errors.LockFail):
+            write()
+    assert not fs.exists('a/b') and not fs.exists('lock')
+    fs.close()
+    assert keys.closed
+
+
+def test_toplevel_names_are_the_directories_at_the_root(base):
+    fs = repo_fs.RepositoryFS(base)
+    fs.write_file('chunks/1', b'c')
+    fs.write_file('metadata/format', b'6\n')
+    fs.write_file('stray', b's')
+    assert sorted(fs.toplevel_names()) == ['chunks', 'metadata']
+
+
+def test_capabilities_are_the_bases_batched_reads_only(tmp_path):
+    local = obnamlib.vfs.local.LocalFS(str(tmp_path))
+    assert repo_fs.RepositoryFS(local).capabilities == frozenset()
+    assert repo_fs.RepositoryFS(local).can_write_behind
+    assert not repo_fs.RepositoryFS(larch.vfs.MemoryFS()).can_write_behind

@@ -465,9 +465,9 @@ class CountingFS:
         self.base = base
         self.reads = 0
 
-    def read_file(self, path):
+    def read_raw(self, path):
         self.reads += 1
-        return self.base.read_file(path)
+        return self.base.read_raw(path)
 
     def __getattr__(self, name):
         return getattr(self.base, name)
