@@ -15,6 +15,8 @@ class NodeEditor:
         self.store = forest.node_store
         self.refcounts = self.store.refcounts
         self.pair_overhead = forest.key_size + 4
+        self.node_size = forest.node_size
+        self.max_index_pairs = forest.max_index_pairs
 
     def new_leaf(self, keys, values):
         size = (HEADER_SIZE + len(keys) * self.pair_overhead
@@ -52,6 +54,19 @@ class NodeEditor:
     def decrement(self, node_id):
         """Drop one reference; delete nodes (recursively) that reach 0."""
         decrement_node(self.store, node_id)
+
+
+class TreeChange:
+    """Base of the general insert and remove: the editor, and the
+    forest's limits at hand."""
+
+    def __init__(self, editor):
+        self._edit = editor
+        self._store = editor.store
+        self._rc = editor.refcounts
+        self._ns = editor.node_size
+        self._max_pairs = editor.max_index_pairs
+        self._pair_overhead = editor.pair_overhead
 
 
 def decrement_node(store, node_id):

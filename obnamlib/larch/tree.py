@@ -39,9 +39,8 @@ class Tree:
         self._pair_overhead = self._ks + 4
         self._ranges = RangeReader(self._store, self._dirname)
         self._edit = NodeEditor(forest)
-        self._inserter = Inserter(self._edit, self._ns,
-                                  forest.max_index_pairs)
-        self._remover = Remover(self._edit, self._ns, forest.max_index_pairs)
+        self._inserter = Inserter(self._edit)
+        self._remover = Remover(self._edit)
 
     def __repr__(self):
         return 'Tree(root %d)' % self._root_id

@@ -8,18 +8,11 @@ fast path); everything else comes here.
 
 from bisect import bisect_left, bisect_right
 
+from .node_editor import TreeChange
 from .nodes import HEADER_SIZE
 
 
-class Remover:
-
-    def __init__(self, editor, node_size, max_index_pairs):
-        self._edit = editor
-        self._store = editor.store
-        self._rc = editor.refcounts
-        self._ns = node_size
-        self._max_pairs = max_index_pairs
-        self._pair_overhead = editor.pair_overhead
+class Remover(TreeChange):
 
     def remove(self, root_id, key):
         """The new root of the tree rooted at root_id without key (which

@@ -90,16 +90,20 @@ class GenerationMethods:
             client_name=self.sessions.client_of(gen_id),
             genspec=self.make_generation_spec(gen_id), filename=path)
 
+    def _found(self, value, gen_id, path):
+        """value, unless it is None: the file is not in the generation."""
+        if value is None:
+            raise self._missing(gen_id, path)
+        return value
+
     @reporting_damage
     def file_exists(self, gen_id, path):
         return self._generation(gen_id).exists(path)
 
     @reporting_damage
     def get_metadata(self, gen_id, path):
-        metadata = self._generation(gen_id).get_metadata(path)
-        if metadata is None:
-            raise self._missing(gen_id, path)
-        return metadata
+        return self._found(self._generation(gen_id).get_metadata(path),
+                           gen_id, path)
 
     @reporting_damage
     def set_metadata(self, gen_id, path, metadata):
@@ -111,17 +115,13 @@ class GenerationMethods:
 
     @reporting_damage
     def get_file_children(self, gen_id, path):
-        children = self._generation(gen_id).children(path)
-        if children is None:
-            raise self._missing(gen_id, path)
-        return children
+        return self._found(self._generation(gen_id).children(path),
+                           gen_id, path)
 
     @reporting_damage
     def get_file_chunk_ids(self, gen_id, path):
-        chunk_ids = self._generation(gen_id).chunk_ids(path)
-        if chunk_ids is None:
-            raise self._missing(gen_id, path)
-        return chunk_ids
+        return self._found(self._generation(gen_id).chunk_ids(path),
+                           gen_id, path)
 
     @reporting_damage
     def set_file_chunk_ids(self, gen_id, path, chunk_ids):

@@ -20,46 +20,19 @@ def key(n):
     return struct.pack('!I', n)
 
 
-class Recording(larch.StorageFS):
-    """A StorageFS over MemoryFS that notes every name larch asks it for."""
+class Recording:
+    """A MemoryFS that notes every name larch asks it for."""
 
     def __init__(self, reads_in_batches=False):
-        self._fs = larch.MemoryFS()
-        self._batches = reads_in_batches
+        self.fs = larch.MemoryFS()
+        self.reads_in_batches_answer = reads_in_batches
         self.used = set()
 
-    def __getattribute__(self, name):
-        if not name.startswith('_') and name != 'used':
-            object.__getattribute__(self, 'used').add(name)
-        return object.__getattribute__(self, name)
-
-    @property
-    def reads_in_batches(self):
-        return self._batches
-
-    def read_file(self, path):
-        return self._fs.read_file(path)
-
-    def write_file(self, path, data):
-        self._fs.write_file(path, data)
-
-    def exists(self, path):
-        return self._fs.exists(path)
-
-    def isdir(self, path):
-        return self._fs.isdir(path)
-
-    def listdir(self, path):
-        return self._fs.listdir(path)
-
-    def makedirs(self, path):
-        self._fs.makedirs(path)
-
-    def remove(self, path):
-        self._fs.remove(path)
-
-    def rename(self, old, new):
-        self._fs.rename(old, new)
+    def __getattr__(self, name):
+        self.used.add(name)
+        if name == 'reads_in_batches':
+            return self.reads_in_batches_answer
+        return getattr(self.fs, name)
 
 
 def exercise(vfs):
