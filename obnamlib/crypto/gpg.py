@@ -20,7 +20,7 @@ import threading
 import time
 
 from obnamlib import errors
-from obnamlib.crypto import openpgp, openpgp_packets
+from obnamlib.crypto import openpgp_packets, openpgp_pubkey
 
 _log = logging.getLogger(__name__)
 
@@ -443,7 +443,7 @@ def key_fingerprint(key):
     keys are read directly, others are asked of gpg."""
     tag, body, _ = openpgp_packets.read_packet(key)
     if tag == PUBLIC_KEY and body[:1] == b'\x04':
-        return openpgp.v4_fingerprint(body).hex().upper()
+        return openpgp_pubkey.v4_fingerprint(body).hex().upper()
     with TemporaryHome(key) as home:
         return home.primary_keys()[0][1]
 
@@ -522,10 +522,10 @@ def _rewritten_without_aead(data, keyring, encrypted):
                   for tag, body in openpgp_packets.iter_packets(encrypted)
                   if tag == openpgp_packets.PKESK and body[:1] == b'\x03']
         if not keyids:
-            raise openpgp.UnsupportedRecipient(keyid='(none)',
-                                               reason='no recipient key ids')
-        return openpgp.encrypt_to_public_keys(data, keyring, keyids)
-    except (openpgp.UnsupportedRecipient,
+            raise openpgp_pubkey.UnsupportedRecipient(
+                keyid='(none)', reason='no recipient key ids')
+        return openpgp_pubkey.encrypt_to_public_keys(data, keyring, keyids)
+    except (openpgp_pubkey.UnsupportedRecipient,
             openpgp_packets.OpenPgpFormatError) as e:
         raise UnreadableKeyFile(
             found=', '.join(packet_shapes(encrypted)) or 'nothing',

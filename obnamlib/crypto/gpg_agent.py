@@ -21,8 +21,9 @@ import os
 import socket
 import subprocess
 
-from obnamlib.crypto import cfb, gpg, openpgp, openpgp_packets
-from obnamlib.crypto.openpgp import ECDH, RSA_ALGORITHMS
+from obnamlib.crypto import (
+    cfb, gpg, openpgp, openpgp_algorithms, openpgp_packets, openpgp_pubkey)
+from obnamlib.crypto.openpgp_pubkey import ECDH, RSA_ALGORITHMS
 from obnamlib.crypto.openpgp_packets import PKESK
 
 # An agent that does not answer within this many seconds is not used.
@@ -179,7 +180,7 @@ def _session_key(agent, body, subkeys):
 
 
 def _rsa_block(agent, subkey, fields):
-    value, _ = openpgp.read_mpi(fields, 0)
+    value, _ = openpgp_pubkey.read_mpi(fields, 0)
     plain, padding = agent.pkdecrypt(
         subkey.keygrip, sexp(b'enc-val', (b'rsa', (b'a', _signed(value)))))
     if padding == 0:
@@ -197,7 +198,7 @@ def _rsa_block(agent, subkey, fields):
 
 def _ecdh_block(agent, subkey, fields):
     oid, point_bytes, x_bytes, hash_id, kek_id = CURVES[subkey.curve]
-    point, pos = openpgp.read_mpi(fields, 0)
+    point, pos = openpgp_pubkey.read_mpi(fields, 0)
     size = fields[pos]
     wrapped = fields[pos + 1:pos + 1 + size]
     if len(wrapped) != size or size % 8:
@@ -211,7 +212,7 @@ def _ecdh_block(agent, subkey, fields):
         x = shared[1:1 + x_bytes]       # the point's prefix byte dropped
     else:
         raise NotHere()
-    kek = openpgp.ecdh_kek(x, oid, hash_id, kek_id, subkey.fingerprint)
+    kek = openpgp_pubkey.ecdh_kek(x, oid, hash_id, kek_id, subkey.fingerprint)
     block = aes_key_unwrap(kek, wrapped)
     pad = block[-1]
     if not 1 <= pad <= 8 or block[-pad:] != bytes([pad]) * pad:
@@ -224,8 +225,8 @@ def _checked_session_key(block):
     if len(block) < 4:
         raise NotHere()
     cipher_id, key = block[0], block[1:-2]
-    if cipher_id not in openpgp.CIPHERS or \
-            len(key) != openpgp.key_length(cipher_id) or \
+    if cipher_id not in openpgp_algorithms.CIPHERS or \
+            len(key) != openpgp_algorithms.key_length(cipher_id) or \
             sum(key) & 0xffff != int.from_bytes(block[-2:], 'big'):
         raise NotHere()
     return cipher_id, key

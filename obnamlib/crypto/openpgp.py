@@ -13,13 +13,13 @@ integrity check; CAST5 in 2012-2014 repositories), GnuPG 2.3+'s SKESK v5
 and AEAD packets (tag 20, obnamlib.crypto.openpgp_aead), compressed packets
 (ZIP, ZLIB, BZip2) and literal data.
 
-It can also encrypt a short message to RSA and ECDH (Curve25519, NIST)
-public keys, the way gpg 2.2 does: obnamlib.crypto.gpg falls back to that when a
-newer gpg writes OCB for the toplevel keys.
+The algorithms and the passphrase's key derivation are in
+obnamlib.crypto.openpgp_algorithms; encrypting to public keys (what
+obnamlib.crypto.gpg falls back to when a newer gpg writes OCB) is in
+obnamlib.crypto.openpgp_pubkey.
 """
 
 import bz2
-import functools
 import hashlib
 import hmac
 import logging
@@ -29,29 +29,13 @@ import zlib
 
 from obnamlib.crypto import cfb, openpgp_aead
 from obnamlib import errors
-from obnamlib.crypto.openpgp_aead import AES_KEY_SIZES
+from obnamlib.crypto.openpgp_algorithms import (
+    AES256, CIPHERS, S2K_ITERATED, SHA256, S2KCache, block_size, cfb_cipher,
+    key_length, parse_s2k, s2k_count, whole_message_aes, zero_iv_cfb)
 from obnamlib.crypto.openpgp_packets import (
-    COMPRESSED, LITERAL, MARKER, MDC, SED, SEIPD, SKESK, AEAD,
+    COMPRESSED, LITERAL, MARKER, SED, SEIPD, SKESK, AEAD,
     OpenPgpFormatError, header, iter_packets, packet, read_packet)
 
-# Cipher algorithm id -> (cryptography class name, key bytes).
-CIPHERS = {
-    2: ('TripleDES', 24),
-    3: ('CAST5', 16),
-    4: ('Blowfish', 16),
-    7: ('AES', 16),
-    8: ('AES', 24),
-    9: ('AES', 32),
-    11: ('Camellia', 16),
-    12: ('Camellia', 24),
-    13: ('Camellia', 32),
-}
-HASHES = {1: 'md5', 2: 'sha1', 3: 'ripemd160', 8: 'sha256', 9: 'sha384',
-          10: 'sha512', 11: 'sha224'}
-
-AES256 = 9
-SHA256 = 8
-S2K_ITERATED = 3
 # Coded count 0 = 1024 bytes hashed: the passphrase already has 256 bits
 # of entropy, so stretching it buys nothing.
 WRITE_S2K_COUNT_CODE = 0
@@ -66,146 +50,6 @@ _log = logging.getLogger(__name__)
 class DecryptionFailed(errors.ObnamError):
     code = 'R5CF1CX'
     msg = 'Decryption failed: {reason}'
-
-
-def _algorithm_name(cipher_id):
-    try:
-        return CIPHERS[cipher_id][0]
-    except KeyError:
-        raise OpenPgpFormatError(
-            reason='unsupported cipher algorithm %d' % cipher_id)
-
-
-def key_length(cipher_id):
-    try:
-        return CIPHERS[cipher_id][1]
-    except KeyError:
-        raise OpenPgpFormatError(
-            reason='unsupported cipher algorithm %d' % cipher_id)
-
-
-def block_size(cipher_id):
-    return 16 if CIPHERS.get(cipher_id, ('', 0))[0] in ('AES', 'Camellia') \
-        else 8
-
-
-def _whole_message_aes(cipher_id, key):
-    """Whether cfb.CfbMessageDecryptor can decrypt with this key."""
-    return AES_KEY_SIZES.get(cipher_id) == len(key)
-
-
-def _cfb(cipher_id, key, iv):
-    """A CFB cipher of this OpenPGP algorithm (cryptography's Cipher)."""
-    return cfb.cipher(_available_algorithm(cipher_id), key, iv)
-
-
-@functools.lru_cache(maxsize=None)
-def _available_algorithm(cipher_id):
-    """The algorithm's name, once this OpenSSL is seen to run it in CFB
-    mode.  It may not: CAST5 and Blowfish are in OpenSSL's legacy
-    provider, which CRYPTOGRAPHY_OPENSSL_NO_LEGACY or FIPS mode leave
-    out, and cryptography then refuses the first encryptor or decryptor
-    with UnsupportedAlgorithm; here that is a coded error."""
-    from cryptography.exceptions import UnsupportedAlgorithm
-    name = _algorithm_name(cipher_id)
-    try:
-        cfb.cipher(name, bytes(key_length(cipher_id)),
-                   bytes(block_size(cipher_id))).decryptor()
-    except UnsupportedAlgorithm:
-        raise OpenPgpFormatError(
-            reason='cipher %s is not available from the OpenSSL '
-            'cryptography uses' % name)
-    return name
-
-
-@functools.lru_cache(maxsize=64)
-def _zero_iv_cfb(cipher_id, key):
-    """The CFB cipher with a zero IV that SKESK and SEIPD packets use:
-    built once per key (building one costs as much as encrypting a few
-    KiB), each message then takes its own encryptor or decryptor."""
-    return _cfb(cipher_id, key, b'\0' * block_size(cipher_id))
-
-
-# --- S2K (RFC 4880 §3.7) ------------------------------------------------
-
-def s2k_count(code):
-    return (16 + (code & 15)) << ((code >> 4) + 6)
-
-
-def _hash_new(hash_id):
-    try:
-        return hashlib.new(HASHES[hash_id])
-    except (KeyError, ValueError):
-        raise OpenPgpFormatError(reason='unsupported hash algorithm %d'
-                                 % hash_id)
-
-
-def derive_key(passphrase, size, hash_id, salt=b'', count=0):
-    """The key S2K makes of passphrase (bytes); count 0 = not iterated."""
-    material = salt + passphrase
-    if count < len(material):
-        count = len(material)
-    out = b''
-    preload = 0
-    while len(out) < size:
-        h = _hash_new(hash_id)
-        h.update(b'\0' * preload)
-        _feed(h, material, count)
-        out += h.digest()
-        preload += 1
-    return out[:size]
-
-
-def _feed(h, material, count):
-    """Hash `count` bytes of material repeated (the iterated S2K)."""
-    if not material:
-        return
-    block = material * max(1, 65536 // len(material))
-    while count >= len(block):
-        h.update(block)
-        count -= len(block)
-    h.update(block[:count])
-
-
-class S2KCache:
-    """Derived keys by (passphrase, S2K parameters): derive once per
-    process, not once per file; thread-safe."""
-
-    def __init__(self, limit=256):
-        self.limit = limit
-        self.keys = {}
-        self.lock = threading.Lock()
-
-    def get(self, passphrase, size, hash_id, salt, count):
-        wanted = (passphrase, size, hash_id, salt, count)
-        with self.lock:
-            found = self.keys.get(wanted)
-        if found is None:
-            found = derive_key(passphrase, size, hash_id, salt, count)
-            with self.lock:
-                if len(self.keys) >= self.limit:
-                    self.keys.pop(next(iter(self.keys)))
-                self.keys[wanted] = found
-        return found
-
-
-def parse_s2k(body, pos):
-    """(hash id, salt, count, position after) of an S2K specifier."""
-    try:
-        kind, hash_id = body[pos], body[pos + 1]
-    except IndexError:
-        raise OpenPgpFormatError(reason='S2K specifier is cut short')
-    pos += 2
-    if kind == 0:
-        return hash_id, b'', 0, pos
-    if kind == 1:
-        return hash_id, bytes(body[pos:pos + 8]), 0, pos + 8
-    if kind == 3:
-        if pos + 9 > len(body):
-            raise OpenPgpFormatError(reason='S2K specifier is cut short')
-        return (hash_id, bytes(body[pos:pos + 8]), s2k_count(body[pos + 8]),
-                pos + 9)
-    raise OpenPgpFormatError(reason='unsupported S2K type %d' % kind)
 
 
 # --- writing ---------------------------------------------------------------
@@ -237,7 +81,7 @@ def _seipd_plain_length(data_length):
     return 18 + len(literal_header(data_length)) + data_length + 22
 
 
-def _encrypt_seipd(key, data, lead=b''):
+def encrypt_seipd(key, data, lead=b''):
     """`lead` (packets that go first), then a SEIPD packet with MDC of a
     literal packet of data, as new bytes."""
     return bytes(_encrypt_seipd_into(key, (data,), lead, _new_buffer))
@@ -316,7 +160,7 @@ class _ZeroIvEncryptor:
 
     def __init__(self, key):
         self.key = key
-        self.stream = _zero_iv_cfb(AES256, key).encryptor()
+        self.stream = zero_iv_cfb(AES256, key).encryptor()
         self.block = cfb.aes_block_encryptor(key)
         self.scratch = bytearray(4 * 16)
 
@@ -356,7 +200,7 @@ def _skesk_key(body, passphrase, cache):
     encrypted = body[pos:]
     if not encrypted:
         return cipher_id, kek
-    decryptor = _zero_iv_cfb(cipher_id, kek).decryptor()
+    decryptor = zero_iv_cfb(cipher_id, kek).decryptor()
     plain = decryptor.update(encrypted) + decryptor.finalize()
     session_cipher = plain[0]
     if session_cipher not in CIPHERS or \
@@ -378,7 +222,7 @@ class _ZeroIvDecryptor:
 
     def __init__(self, cipher_id, key):
         self.block = block_size(cipher_id)
-        self.cipher = _zero_iv_cfb(cipher_id, key)
+        self.cipher = zero_iv_cfb(cipher_id, key)
         self.scratch = bytearray(3 * self.block)
         self._fresh()
 
@@ -433,7 +277,7 @@ class _FastZeroIvDecryptor:
 
 def _zero_iv_decryptor(cipher_id, key):
     """A _FastZeroIvDecryptor for AES, else a _ZeroIvDecryptor."""
-    if _whole_message_aes(cipher_id, key):
+    if whole_message_aes(cipher_id, key):
         return _FastZeroIvDecryptor(key)
     return _ZeroIvDecryptor(cipher_id, key)
 
@@ -493,11 +337,11 @@ def _decrypt_sed(body, cipher_id, key):
     bs = block_size(cipher_id)
     if len(body) < bs + 2:
         raise OpenPgpFormatError(reason='encrypted packet is too short')
-    first = _zero_iv_cfb(cipher_id, key).decryptor()
+    first = zero_iv_cfb(cipher_id, key).decryptor()
     prefix = first.update(body[:bs + 2])
     if prefix[bs - 2:bs] != prefix[bs:bs + 2]:
         raise DecryptionFailed(reason='wrong passphrase')
-    rest = _cfb(cipher_id, key, bytes(body[2:bs + 2])).decryptor()
+    rest = cfb_cipher(cipher_id, key, bytes(body[2:bs + 2])).decryptor()
     return memoryview(rest.update(body[bs + 2:]))
 
 
@@ -572,7 +416,7 @@ class SymmetricCipher:
     def encrypt(self, data, passphrase):
         """SKESK (AES-256, iterated SHA-256 S2K) + SEIPD with MDC."""
         wkey = self._write_key(_as_bytes(passphrase))
-        return _encrypt_seipd(wkey.key, data, lead=wkey.skesk)
+        return encrypt_seipd(wkey.key, data, lead=wkey.skesk)
 
     def encrypt_in_scratch(self, parts, passphrase, lead=b''):
         """lead + encrypt(b''.join(parts), passphrase), as a view of this
@@ -656,159 +500,3 @@ def encrypt_symmetric(data, passphrase):
 
 def decrypt_symmetric(data, passphrase):
     return _default.decrypt(data, passphrase)
-
-
-# --- public-key encryption of a short message (RFC 4880 §5.1, RFC 6637) ----
-#
-# Used only when the local gpg (2.3 and later) writes OCB packets for keys
-# that advertise AEAD: gpg still chooses the recipient (sub)keys, and we
-# write the PKESK v3 + SEIPD v1 message for those keys ourselves.
-
-RSA_ALGORITHMS = (1, 2)
-ECDH = 18
-PUBLIC_KEY_TAGS = (6, 14)
-_ECDH_CURVES = {
-    bytes.fromhex('2b060104019755010501'): 'X25519',
-    bytes.fromhex('2a8648ce3d030107'): 'SECP256R1',
-    bytes.fromhex('2b81040022'): 'SECP384R1',
-    bytes.fromhex('2b81040023'): 'SECP521R1',
-}
-
-
-class UnsupportedRecipient(errors.ObnamError):
-    code = 'R5761CX'
-    msg = 'Cannot encrypt to OpenPGP key {keyid}: {reason}'
-
-
-def read_mpi(data, pos):
-    """(integer bytes, position after) of the MPI at pos."""
-    if pos + 2 > len(data):
-        raise OpenPgpFormatError(reason='MPI is cut short')
-    size = (int.from_bytes(data[pos:pos + 2], 'big') + 7) // 8
-    end = pos + 2 + size
-    if end > len(data):
-        raise OpenPgpFormatError(reason='MPI is cut short')
-    return bytes(data[pos + 2:end]), end
-
-
-def _encode_mpi(value):
-    value = value.lstrip(b'\0')
-    bits = len(value) * 8 - (8 - value[0].bit_length()) if value else 0
-    return bits.to_bytes(2, 'big') + value
-
-
-def v4_fingerprint(body):
-    """SHA-1 fingerprint of a v4 public (sub)key packet body."""
-    framed = b'\x99' + len(body).to_bytes(2, 'big') + bytes(body)
-    return hashlib.sha1(framed).digest()
-
-
-def find_public_key(keyring, keyid):
-    """The body of the v4 public key or subkey packet with this 8-byte
-    key id in a keyring blob, or None."""
-    for tag, body in iter_packets(keyring):
-        if tag in PUBLIC_KEY_TAGS and body[:1] == b'\x04' and \
-                v4_fingerprint(body)[-8:] == keyid:
-            return bytes(body)
-    return None
-
-
-def _session_key_block(session_key):
-    checksum = sum(session_key) & 0xffff
-    return bytes([AES256]) + session_key + checksum.to_bytes(2, 'big')
-
-
-def _rsa_fields(key_material, block):
-    from cryptography.hazmat.primitives.asymmetric import padding, rsa
-    n, pos = read_mpi(key_material, 0)
-    e, _ = read_mpi(key_material, pos)
-    public = rsa.RSAPublicNumbers(int.from_bytes(e, 'big'),
-                                  int.from_bytes(n, 'big')).public_key()
-    return _encode_mpi(public.encrypt(block, padding.PKCS1v15()))
-
-
-def _ecdh_shared(curve, point):
-    """(ephemeral public point as OpenPGP encodes it, shared secret)."""
-    from cryptography.hazmat.primitives.asymmetric import ec, x25519
-    from cryptography.hazmat.primitives import serialization
-    if curve == 'X25519':
-        if point[:1] != b'\x40' or len(point) != 33:
-            raise OpenPgpFormatError(reason='bad Curve25519 point')
-        mine = x25519.X25519PrivateKey.generate()
-        shared = mine.exchange(x25519.X25519PublicKey.from_public_bytes(
-            point[1:]))
-        raw = mine.public_key().public_bytes(serialization.Encoding.Raw,
-                                             serialization.PublicFormat.Raw)
-        return b'\x40' + raw, shared
-    curve_class = getattr(ec, curve)()
-    theirs = ec.EllipticCurvePublicKey.from_encoded_point(curve_class, point)
-    mine = ec.generate_private_key(curve_class)
-    shared = mine.exchange(ec.ECDH(), theirs)
-    return mine.public_key().public_bytes(
-        serialization.Encoding.X962,
-        serialization.PublicFormat.UncompressedPoint), shared
-
-
-def _ecdh_fields(key_material, block, fingerprint):
-    from cryptography.hazmat.primitives import keywrap
-    oid_len = key_material[0]
-    oid = key_material[1:1 + oid_len]
-    curve = _ECDH_CURVES.get(oid)
-    if curve is None:
-        raise UnsupportedRecipient(keyid=fingerprint[-8:].hex().upper(),
-                                   reason='unknown ECDH curve')
-    point, pos = read_mpi(key_material, 1 + oid_len)
-    kdf = key_material[pos:pos + 4]
-    if len(kdf) != 4 or kdf[0] != 3 or kdf[1] != 1 or \
-            kdf[3] not in AES_KEY_SIZES:
-        raise OpenPgpFormatError(reason='bad ECDH KDF parameters')
-    ephemeral, shared = _ecdh_shared(curve, point)
-    kek = ecdh_kek(shared, oid, kdf[2], kdf[3], fingerprint)
-    pad = 8 - len(block) % 8
-    wrapped = keywrap.aes_key_wrap(kek, block + bytes([pad]) * pad)
-    return _encode_mpi(ephemeral) + bytes([len(wrapped)]) + wrapped
-
-
-def ecdh_kek(shared_x, oid, hash_id, kek_id, fingerprint):
-    """The key-wrapping key of RFC 6637 §7-8: from the shared secret x
-    and the recipient key's curve OID, KDF parameters (hash id, wrapping
-    cipher id) and v4 fingerprint.  Encrypting here; decrypting in
-    obnamlib.crypto.gpg_agent."""
-    param = (bytes([len(oid)]) + oid + bytes([ECDH, 3, 1, hash_id, kek_id]) +
-             b'Anonymous Sender    ' + fingerprint)
-    h = _hash_new(hash_id)
-    h.update(b'\0\0\0\1' + shared_x + param)
-    return h.digest()[:AES_KEY_SIZES[kek_id]]
-
-
-def _pkesk(key_body, session_key):
-    """A version 3 PKESK packet giving session_key to this v4 key."""
-    fingerprint = v4_fingerprint(key_body)
-    algorithm = key_body[5]
-    material = key_body[6:]
-    block = _session_key_block(session_key)
-    if algorithm in RSA_ALGORITHMS:
-        fields = _rsa_fields(material, block)
-    elif algorithm == ECDH:
-        fields = _ecdh_fields(material, block, fingerprint)
-    else:
-        raise UnsupportedRecipient(keyid=fingerprint[-8:].hex().upper(),
-                                   reason='public-key algorithm %d is not '
-                                   'supported here' % algorithm)
-    return packet(1, bytes([3]) + fingerprint[-8:] + bytes([algorithm]) +
-                  fields)
-
-
-def encrypt_to_public_keys(data, keyring, keyids):
-    """PKESK v3 for each key id (8 bytes; (sub)keys found in the keyring
-    blob), then SEIPD v1 with MDC: the message gpg 2.2 writes for -e."""
-    session_key = os.urandom(key_length(AES256))
-    packets = []
-    for keyid in keyids:
-        body = find_public_key(keyring, keyid)
-        if body is None:
-            raise UnsupportedRecipient(
-                keyid=keyid.hex().upper(),
-                reason='no version 4 key with this id in the keyring')
-        packets.append(_pkesk(body, session_key))
-    return _encrypt_seipd(session_key, data, lead=b''.join(packets))

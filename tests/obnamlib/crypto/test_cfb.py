@@ -10,7 +10,7 @@ import sys
 import pytest
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 
-from obnamlib.crypto import cfb, openpgp
+from obnamlib.crypto import cfb, openpgp, openpgp_algorithms
 from tests import paths
 
 SIZES = [0, 1, 15, 16, 17, 1000, 65536, 1 << 20]
@@ -58,7 +58,7 @@ def test_aes_block_decryptor_inverts_ecb():
 
 def test_aes_messages_are_decrypted_whole():
     openpgp._ZeroIvDecryptor._local.found.clear()
-    fast = openpgp._ZeroIvDecryptor.of(openpgp.AES256, bytes(32))
+    fast = openpgp._ZeroIvDecryptor.of(openpgp_algorithms.AES256, bytes(32))
     assert isinstance(fast, openpgp._FastZeroIvDecryptor)
     cast5 = openpgp._ZeroIvDecryptor.of(3, bytes(16))
     assert isinstance(cast5, openpgp._ZeroIvDecryptor)
@@ -102,13 +102,14 @@ def test_old_ciphers_come_from_decrepit_where_the_release_has_it():
 _NO_WARNINGS = '''
 import warnings
 warnings.simplefilter('error')
-from obnamlib.crypto import cfb, openpgp
+from obnamlib.crypto import cfb, openpgp, openpgp_algorithms
 for name in ('AES', 'CAST5', 'TripleDES', 'Blowfish', 'Camellia'):
     cfb.algorithm_class(name)
 cfb.cfb_mode()
 for cipher_id, size in ((2, 24), (3, 16), (4, 16), (9, 32), (13, 32)):
-    c = openpgp._cfb(cipher_id, bytes(size), bytes(openpgp.block_size(
-        cipher_id)))
+    c = openpgp_algorithms.cfb_cipher(
+        cipher_id, bytes(size),
+        bytes(openpgp_algorithms.block_size(cipher_id)))
     c.encryptor().update(b'x' * 40)
 m = openpgp.encrypt_symmetric(b'data', 'pw')
 assert openpgp.decrypt_symmetric(m, 'pw') == b'data'

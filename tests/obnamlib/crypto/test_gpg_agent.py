@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from obnamlib.crypto import gpg, gpg_agent, openpgp
+from obnamlib.crypto import gpg, gpg_agent, openpgp_pubkey
 from tests.gpg_fixture import (GpgHome, gpg_home,  # noqa: F401
                                subkeys_gpg_home)
 
@@ -30,7 +30,7 @@ def test_agent_decrypts_what_gpg_decrypts(subkeys_gpg_home, algorithm):
     keyring = home.export_public('Carol')
     keyid = bytes.fromhex(home.subkeys[algorithm])
     texts = [os.urandom(32).hex().encode() for _ in range(3)]
-    messages = [openpgp.encrypt_to_public_keys(text, keyring, [keyid])
+    messages = [openpgp_pubkey.encrypt_to_public_keys(text, keyring, [keyid])
                 for text in texts]
     subkeys = _listing(home, home.keys['Carol'])
     assert subkeys[keyid].algorithm in (1, 18)

@@ -8,7 +8,8 @@ import zlib
 import pytest
 
 from obnamlib.repo.storage import filters
-from obnamlib.crypto import openpgp, openpgp_packets
+from obnamlib.crypto import (
+    openpgp, openpgp_algorithms, openpgp_packets, openpgp_pubkey)
 from tests.gpg_fixture import (REFERENCE_DIR, GpgHome,  # noqa: F401
                                plain_gpg_home, reference_gpg_home,
                                subkeys_gpg_home)
@@ -110,9 +111,9 @@ def test_truncated_data_is_format_error(cipher):
 
 
 def test_s2k_count_decoding():
-    assert openpgp.s2k_count(0) == 1024
-    assert openpgp.s2k_count(96) == 65536
-    assert openpgp.s2k_count(255) == 65011712
+    assert openpgp_algorithms.s2k_count(0) == 1024
+    assert openpgp_algorithms.s2k_count(96) == 65536
+    assert openpgp_algorithms.s2k_count(255) == 65011712
 
 
 def test_partial_body_lengths_are_joined():
@@ -188,10 +189,10 @@ def first_inner_packet(cipher, encrypted):
 def test_a_cipher_openssl_lacks_is_a_format_error():
     """CAST5 (2012-2014 repositories) with OpenSSL's legacy provider
     left out, here in a fresh interpreter."""
-    script = ('from obnamlib.crypto import openpgp\n'
+    script = ('from obnamlib.crypto import openpgp_algorithms as alg\n'
               'try:\n'
-              '    openpgp._cfb(3, bytes(16), bytes(8)).decryptor()\n'
-              'except openpgp.OpenPgpFormatError as e:\n'
+              '    alg.cfb_cipher(3, bytes(16), bytes(8)).decryptor()\n'
+              'except alg.OpenPgpFormatError as e:\n'
               '    print(e.code, e)\n'
               'else:\n'
               '    print("available")\n')
@@ -297,7 +298,8 @@ def test_gpg_decrypts_what_we_encrypt_to_public_keys(subkeys_gpg_home,
     home = subkeys_gpg_home
     keyring = home.export_public('Carol')
     keyid = bytes.fromhex(home.subkeys[algorithm])
-    message = openpgp.encrypt_to_public_keys(b'ab' * 32, keyring, [keyid])
+    message = openpgp_pubkey.encrypt_to_public_keys(b'ab' * 32, keyring,
+                                                    [keyid])
     packets = list(openpgp_packets.iter_packets(message))
     assert [(tag, body[0]) for tag, body in packets] == [(1, 3), (18, 1)]
     assert packets[0][1][1:9] == keyid
@@ -307,7 +309,7 @@ def test_gpg_decrypts_what_we_encrypt_to_public_keys(subkeys_gpg_home,
 def test_encrypt_to_several_public_keys(subkeys_gpg_home):
     home = subkeys_gpg_home
     keyids = [bytes.fromhex(k) for k in sorted(home.subkeys.values())]
-    message = openpgp.encrypt_to_public_keys(
+    message = openpgp_pubkey.encrypt_to_public_keys(
         b'x' * 100, home.export_public('Carol'), keyids)
     tags = [tag for tag, _ in openpgp_packets.iter_packets(message)]
     assert tags == [1, 1, 1, 18]
@@ -317,26 +319,27 @@ def test_encrypt_to_several_public_keys(subkeys_gpg_home):
 def test_encrypt_to_unknown_or_signing_only_key_refused(subkeys_gpg_home):
     home = subkeys_gpg_home
     keyring = home.export_public('Carol')
-    with pytest.raises(openpgp.UnsupportedRecipient) as info:
-        openpgp.encrypt_to_public_keys(b'x', keyring, [b'\x01' * 8])
+    with pytest.raises(openpgp_pubkey.UnsupportedRecipient) as info:
+        openpgp_pubkey.encrypt_to_public_keys(b'x', keyring, [b'\x01' * 8])
     assert str(info.value) == ('R5761CX: Cannot encrypt to OpenPGP key '
                                '0101010101010101: no version 4 key with '
                                'this id in the keyring')
     primary = bytes.fromhex(home.keys['Carol'][-16:])    # ed25519, signing
-    with pytest.raises(openpgp.UnsupportedRecipient) as info:
-        openpgp.encrypt_to_public_keys(b'x', keyring, [primary])
+    with pytest.raises(openpgp_pubkey.UnsupportedRecipient) as info:
+        openpgp_pubkey.encrypt_to_public_keys(b'x', keyring, [primary])
     assert 'public-key algorithm 22 is not supported' in str(info.value)
 
 
 @pytest.mark.parametrize('cipher_id', [9, 7, 13, 3, 2])
 def test_reused_decryptor_matches_a_fresh_one_for_every_length(cipher_id):
     # Lengths on and off block boundaries, in a row on one decryptor.
-    key = bytes(range(openpgp.key_length(cipher_id)))
+    key = bytes(range(openpgp_algorithms.key_length(cipher_id)))
     reused = openpgp._ZeroIvDecryptor(cipher_id, key)
-    zero_iv = b'\0' * openpgp.block_size(cipher_id)
+    zero_iv = b'\0' * openpgp_algorithms.block_size(cipher_id)
     for size in [0, 1, 7, 8, 9, 15, 16, 17, 32, 33, 1000, 16, 5, 0, 24]:
         data = payload(size)
-        fresh = openpgp._cfb(cipher_id, key, zero_iv).decryptor()
+        fresh = openpgp_algorithms.cfb_cipher(cipher_id, key,
+                                              zero_iv).decryptor()
         assert bytes(reused.decrypt(data)) == fresh.update(data)
 
 
@@ -346,7 +349,7 @@ def test_reused_decryptor_recovers_after_a_failed_call():
     reused.decrypt(payload(5))
     with pytest.raises(TypeError):
         reused.decrypt('not bytes')
-    fresh = openpgp._cfb(9, key, bytes(16)).decryptor()
+    fresh = openpgp_algorithms.cfb_cipher(9, key, bytes(16)).decryptor()
     assert bytes(reused.decrypt(payload(40))) == fresh.update(payload(40))
 
 

@@ -11,7 +11,8 @@ import pytest
 from cryptography.exceptions import InvalidTag
 
 from obnamlib import errors
-from obnamlib.crypto import gpg, gpg_agent, openpgp, openpgp_aead, openpgp_packets
+from obnamlib.crypto import (gpg, gpg_agent, openpgp, openpgp_aead,
+                             openpgp_algorithms, openpgp_packets)
 from tests.gpg_fixture import GpgHome
 from tests import paths
 
@@ -68,7 +69,7 @@ def test_a_dropped_chunk_is_refused():
     dropped = bytes(body[:head]) + bytes(body[head + 80:])
     _, skesk_body, _ = openpgp_packets.read_packet(message)
     _, key = openpgp._skesk_key(skesk_body, PASSPHRASE.encode(),
-                                openpgp.S2KCache())
+                                openpgp_algorithms.S2KCache())
     assert bytes(openpgp.decrypt_aead(body, key)) == PLAIN[:128]
     with pytest.raises(openpgp.DecryptionFailed):
         openpgp.decrypt_aead(dropped, key)      # the right key
