@@ -42,6 +42,8 @@ live-data methods take `bytes` paths, absolute on the server (relative ones
 are taken relative to the URL's path).
 """
 
+from obnamlib.vfs.base import (CREATES_IN_BATCHES, PREFETCHES_LISTINGS,
+                               READS_IN_BATCHES)
 from obnamlib.vfs.sftp.dirs import DirsMixin
 from obnamlib.vfs.sftp.files import FilesMixin
 from obnamlib.vfs.sftp.limits import PREFETCH_SIZE
@@ -61,6 +63,10 @@ class SftpFS(LiveDataMixin, FilesMixin, DirsMixin, ListingMixin,
         self._init_dirs()
         self._init_live()
         super().__init__(url, settings, connection)
+
+    # What it does well: many requests in flight together.
+    capabilities = frozenset({READS_IN_BATCHES, CREATES_IN_BATCHES,
+                              PREFETCHES_LISTINGS})
 
     # Files up to this size are worth a prefetch() (backup_engine batches
     # them); a VFS without prefetch has none.
