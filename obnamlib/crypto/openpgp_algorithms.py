@@ -32,20 +32,21 @@ SHA256 = 8
 S2K_ITERATED = 3
 
 
-def _algorithm_name(cipher_id):
+def _cipher(cipher_id):
+    """(class name, key bytes) of a cipher id; a format error if unknown."""
     try:
-        return CIPHERS[cipher_id][0]
+        return CIPHERS[cipher_id]
     except KeyError:
         raise OpenPgpFormatError(
             reason='unsupported cipher algorithm %d' % cipher_id)
+
+
+def _algorithm_name(cipher_id):
+    return _cipher(cipher_id)[0]
 
 
 def key_length(cipher_id):
-    try:
-        return CIPHERS[cipher_id][1]
-    except KeyError:
-        raise OpenPgpFormatError(
-            reason='unsupported cipher algorithm %d' % cipher_id)
+    return _cipher(cipher_id)[1]
 
 
 def block_size(cipher_id):
