@@ -37,7 +37,8 @@ class Tree:
         self._ns = forest.node_size
         self._max_value = forest.max_value_size
         self._pair_overhead = self._ks + 4
-        self._ranges = RangeReader(self._store, self._dirname)
+        self._ranges = RangeReader(self._store, self._dirname, self._ks,
+                                   self._key)
         self._edit = NodeEditor(forest)
         self._inserter = Inserter(self._edit)
         self._remover = Remover(self._edit)
@@ -121,39 +122,24 @@ class Tree:
                 cache.move_to_end(child_id)
         return node
 
-    def _range(self, lo, hi):
-        """(node where lo..hi starts or None, lo, hi as checked keys)."""
-        if type(lo) is not bytes or len(lo) != self._ks:
-            lo = self._key(lo)
-        if type(hi) is not bytes or len(hi) != self._ks:
-            hi = self._key(hi)
-        return self._ranges.first_node(self._root_id, lo, hi), lo, hi
-
     def lookup_range(self, minkey, maxkey):
         """Sorted list of (key, value) with minkey <= key <= maxkey."""
-        node, lo, hi = self._range(minkey, maxkey)
-        if node is None:
-            return []
-        return self._ranges.pairs(node, lo, hi)
+        return self._ranges.pairs(self._root_id, minkey, maxkey)
 
     def iter_range(self, minkey, maxkey):
         """Like lookup_range, but lazily: for long scans of big trees.
 
         The tree must not be changed until the iteration is finished.
         """
-        return self._ranges.iterate(self._range, minkey, maxkey)
+        return self._ranges.iterate(self, minkey, maxkey)
 
     def count_range(self, minkey, maxkey):
         """Number of keys with minkey <= key <= maxkey."""
-        node, lo, hi = self._range(minkey, maxkey)
-        if node is None:
-            return 0
-        return self._ranges.count(node, lo, hi)
+        return self._ranges.count(self._root_id, minkey, maxkey)
 
     def range_is_empty(self, minkey, maxkey):
         """Whether no key k has minkey <= k <= maxkey."""
-        node, lo, hi = self._range(minkey, maxkey)
-        return node is None or not self._ranges.any(node, lo, hi)
+        return not self._ranges.any(self._root_id, minkey, maxkey)
 
     # --- insert --------------------------------------------------------
 

@@ -12,20 +12,28 @@ from .nodes import MAX_DEPTH
 
 
 class RangeReader:
-    """The walks below take keys already checked (bytes of the key size)."""
+    """Range queries of one tree (whose root it is given each time)."""
 
-    def __init__(self, store, dirname):
+    def __init__(self, store, dirname, key_size, checked_key):
+        """checked_key(key): key as bytes, or the error a bad key is."""
         self._store = store
         self._dirname = dirname
+        self._ks = key_size
+        self._checked_key = checked_key
 
-    def first_node(self, root_id, lo, hi):
-        """The deepest node whose subtree holds all of lo..hi, or None.
+    def _start(self, root_id, lo, hi):
+        """(node, lo, hi): the deepest node whose subtree holds all of
+        lo..hi (None: nothing in range), and the keys checked.
 
         Descending while the range stays within one child makes the
-        common small range as cheap as a lookup. None: nothing in range.
+        common small range as cheap as a lookup.
         """
+        if type(lo) is not bytes or len(lo) != self._ks:
+            lo = self._checked_key(lo)
+        if type(hi) is not bytes or len(hi) != self._ks:
+            hi = self._checked_key(hi)
         if lo > hi:
-            return None
+            return None, lo, hi
         store = self._store
         node = store.get(root_id)
         for _ in range(MAX_DEPTH + 1):
@@ -34,27 +42,34 @@ class RangeReader:
             keys = node.keys
             last = bisect_right(keys, hi) - 1
             if last < 0:
-                return None
+                return None, lo, hi
             first = bisect_right(keys, lo) - 1
             if first != last and not (first < 0 and last == 0):
                 break
             node = store.get(node.children[last])
         else:
             raise errors.TreeLoops(self._dirname, node.id)
-        return node
+        return node, lo, hi
 
-    def pairs(self, node, lo, hi):
-        """Sorted list of (key, value) below node with lo <= key <= hi."""
+    # Each query below is one call into this class: a range lookup is
+    # often as small as a key lookup, and every call costs.
+
+    def pairs(self, root_id, minkey, maxkey):
+        """Sorted list of (key, value) with minkey <= key <= maxkey."""
+        node, lo, hi = self._start(root_id, minkey, maxkey)
         result = []
-        self._bounded(self._walk_range, node, lo, hi, result.extend, set())
+        if node is not None:
+            try:
+                self._walk_range(node, lo, hi, result.extend, set())
+            except RecursionError:
+                raise errors.TreeLoops(self._dirname, node.id) from None
         return result
 
-    def iterate(self, locate, minkey, maxkey):
-        """The same pairs, lazily.  locate(minkey, maxkey) -> (node, lo,
-        hi) runs at the first step (the tree checks the keys and finds the
-        node where the range starts); one generator, not one here and one
-        in the tree, as every pair passes through each."""
-        node, lo, hi = locate(minkey, maxkey)
+    def iterate(self, tree, minkey, maxkey):
+        """The same pairs, lazily, from tree's root as it is at the first
+        step; one generator, not one here and one in the tree, as every
+        pair passes through each."""
+        node, lo, hi = self._start(tree.root_id, minkey, maxkey)
         if node is None:
             return
         try:
@@ -62,17 +77,21 @@ class RangeReader:
         except RecursionError:
             raise errors.TreeLoops(self._dirname, node.id) from None
 
-    def count(self, node, lo, hi):
-        return self._bounded(self._count, node, lo, hi, set())
-
-    def any(self, node, lo, hi):
-        return self._bounded(self._any, node, lo, hi, set())
-
-    def _bounded(self, walk, node, *args):
-        """walk(node, *args), a recursion that loops or is absurdly deep
-        (more than Python's stack) reported as the loop it is."""
+    def count(self, root_id, minkey, maxkey):
+        node, lo, hi = self._start(root_id, minkey, maxkey)
+        if node is None:
+            return 0
         try:
-            return walk(node, *args)
+            return self._count(node, lo, hi, set())
+        except RecursionError:
+            raise errors.TreeLoops(self._dirname, node.id) from None
+
+    def any(self, root_id, minkey, maxkey):
+        node, lo, hi = self._start(root_id, minkey, maxkey)
+        if node is None:
+            return False
+        try:
+            return self._any(node, lo, hi, set())
         except RecursionError:
             raise errors.TreeLoops(self._dirname, node.id) from None
 
