@@ -105,18 +105,23 @@ class FilesMixin:
         """
         full = self._abs(path)
         handle = self._open_exclusive(full, path)
-        try:
-            self._write_and_close(handle, data, full, path)
-        except SftpConnectionLost:
-            raise
-        except BaseException:
-            self._remove_quietly(full)
-            raise
+        self._write_or_remove(handle, data, full, path, full)
         self.bytes_written += len(data)
 
     def _write_and_close(self, handle, data, full, path):
         """Every WRITE of `data` and the CLOSE in flight at once."""
         self._wait_writes(self._send_writes(handle, data), full, path)
+
+    def _write_or_remove(self, handle, data, full, path, written):
+        """_write_and_close; if it fails with the connection alive, the
+        file being written (`written`, on the server) is removed again."""
+        try:
+            self._write_and_close(handle, data, full, path)
+        except SftpConnectionLost:
+            raise
+        except BaseException:
+            self._remove_quietly(written)
+            raise
 
     def _send_writes(self, handle, data):
         nums = [self._send(codec.CMD_WRITE, handle, int64(offset),
@@ -180,13 +185,7 @@ class FilesMixin:
         """Write `data` to a new temporary file beside `full`; its name."""
         tmp = _temp_name(full)
         handle = self._create_making_parents(tmp, path, codec.TRUNCATE)
-        try:
-            self._write_and_close(handle, data, full, path)
-        except SftpConnectionLost:
-            raise
-        except BaseException:
-            self._remove_quietly(tmp)
-            raise
+        self._write_or_remove(handle, data, full, path, tmp)
         return tmp
 
     def _create_making_parents(self, full, path, flags):

@@ -27,12 +27,13 @@ leaves at worst an unused chunk file, a temporary file and the locks
 Errors about repository files name them by sftp:// URL; SFTP's bare
 "Failure" is checked against statvfs@openssh.com to report a full disk.
 
-The packets themselves go through a `Wire` per connection (wire.py) rather than
-paramiko's SFTPClient: requests are queued and written together when a
-reply is awaited (one pipe write and one SSH packet per batch), replies
-are read in large pieces and each payload is copied once.  Restore of
-mkcorpus 0.1 from sftp://: client CPU 1.8 -> 1.4 s, ssh child 0.75 ->
-0.5 s, pipe reads ~45,000 -> ~2,000.
+The packets are our own SFTP v3 codec (codec.py) and go through one
+`Wire` per connection (wire.py) over a channel opened with public APIs
+(ssh_auth.py): requests are queued and written together when a reply is
+awaited (one pipe write and one SSH packet per batch), replies are read
+in large pieces and each payload is copied once.  Restore of mkcorpus 0.1
+from sftp://, against paramiko's SFTPClient: client CPU 1.8 -> 1.4 s, ssh
+child 0.75 -> 0.5 s, pipe reads ~45,000 -> ~2,000.
 
 Every request and round trip is counted (`requests`, `round_trips`) and
 logged when the object is closed or the program exits.

@@ -8,19 +8,17 @@ import os
 import time
 from collections import Counter
 
-import paramiko
-
 from obnamlib.errors import ObnamSystemError
 from obnamlib.vfs.base import VirtualFileSystem
 from obnamlib.vfs.sftp import codec, ssh_auth
 from obnamlib.vfs.sftp.errors import SftpConnectionLost, status_error
 from obnamlib.vfs.sftp.limits import CHUNK, FILE_MODE
 from obnamlib.vfs.sftp.url import SftpUrl, clean_rel, fs_path, join
-from obnamlib.vfs.sftp.wire import Replies, wire_of
+from obnamlib.vfs.sftp.wire import Replies
 
 log = logging.getLogger('obnamlib.vfs.sftp')
 
-WIRE_ERRORS = (EOFError, OSError, paramiko.SSHException)
+WIRE_ERRORS = ssh_auth.CONNECTION_ERRORS
 
 
 class SftpSession(VirtualFileSystem):
@@ -48,7 +46,7 @@ class SftpSession(VirtualFileSystem):
         # A connection handed in stays open when this object is closed.
         self.owns_connection = connection is None
         self.connection = connection or ssh_auth.open_sftp(self.target)
-        self.wire = wire_of(self.connection)
+        self.wire = self.connection.wire    # shared by all its users
         try:
             self.root_bytes = self._resolve_root(self.parsed)
         except BaseException:
@@ -120,8 +118,7 @@ class SftpSession(VirtualFileSystem):
         """Send one request without waiting; returns its number.
 
         `payload` (WRITE data) goes out after the other fields without being
-        copied into a paramiko Message, whose bytes coercion would first
-        format the whole message into an error text.
+        copied.
         """
         self._check_alive()
         self._fresh_listing = None

@@ -1,6 +1,8 @@
 """Opening an authenticated SFTP session the way OpenSSH users expect.
 
-Two transports give the same `paramiko.SFTPClient`:
+Two transports give the same thing: a connection whose `wire` carries
+SFTP packets (wire.py, our own SFTP v3 codec) over a channel opened with
+public APIs only:
 
 * the OpenSSH client run as a subprocess (`ssh ... -s HOST sftp`), the
   default as in Obnam 1.x: the user's ~/.ssh/config, agent, keys and
@@ -17,7 +19,6 @@ client gets `StrictHostKeyChecking` from the same policy, with `no` passed as
 
 import logging
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -27,6 +28,8 @@ import threading
 import paramiko
 
 from obnamlib.errors import ObnamError
+from obnamlib.vfs.sftp.codec import ProtocolError
+from obnamlib.vfs.sftp.wire import Wire
 
 
 CONNECT_TIMEOUT = 30
@@ -37,6 +40,9 @@ KEY_CLASSES = tuple(getattr(paramiko, name) for name in
                     if hasattr(paramiko, name))
 # paramiko names the signature algorithms of an RSA host key differently.
 RSA_ALGORITHMS = ('rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa')
+
+# What a connection's channel raises when the connection breaks.
+CONNECTION_ERRORS = (EOFError, OSError, ProtocolError, paramiko.SSHException)
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +153,7 @@ def _host_key_policy(setting, config):
 
 
 def open_sftp(target):
-    """An SSHConnection with an open `.sftp` client for `target`."""
+    """A connection to `target` with its SFTP session started (`.wire`)."""
     if not target.pure_paramiko:
         try:
             return OpenSSHConnection(target)
@@ -175,10 +181,16 @@ class ParamikoConnection:
             check_host_key(target, self.transport.get_remote_server_key(),
                            known)
             _authenticate(self.transport, target)
-            self.sftp = paramiko.SFTPClient.from_transport(
-                self.transport, window_size=16 * 1024 * 1024,
-                max_packet_size=256 * 1024)
-        except paramiko.SSHException as e:
+            self.channel = self.transport.open_session(
+                window_size=16 * 1024 * 1024, max_packet_size=256 * 1024)
+            self.channel.invoke_subsystem('sftp')
+            self.wire = Wire(self.channel)
+            self.wire.start()
+        except EOFError:
+            self.transport.close()
+            raise SshConnectError(hostname=target.hostname,
+                                  reason='EOF during negotiation')
+        except (paramiko.SSHException, ProtocolError) as e:
             self.transport.close()
             raise SshConnectError(hostname=target.hostname, reason=str(e))
         except BaseException:
@@ -190,7 +202,7 @@ class ParamikoConnection:
 
     def close(self):
         try:
-            self.sftp.close()
+            self.channel.close()
         finally:
             self.transport.close()
 
@@ -338,9 +350,10 @@ class OpenSSHConnection:
                                                daemon=True)
         self._stderr_reader.start()
         self.channel = PipeChannel(self.process)
+        self.wire = Wire(self.channel)
         try:
-            self.sftp = paramiko.SFTPClient(self.channel)
-        except (paramiko.SSHException, EOFError, OSError):
+            self.wire.start()
+        except (ProtocolError, EOFError, OSError):
             self.close()
             raise self._failure()
 
@@ -431,7 +444,7 @@ def _interactive():
 
 
 class PipeChannel:
-    """The socket-like object paramiko's SFTPClient needs, over ssh's pipes."""
+    """send and recv, as on a paramiko Channel, over ssh's pipes."""
 
     def __init__(self, process):
         self.process = process
@@ -439,18 +452,11 @@ class PipeChannel:
         self.in_fd = process.stdout.fileno()
         self.closed = False
 
-    def get_name(self):
-        return 'ssh-pipe'
-
     def send(self, data):
         return os.write(self.out_fd, data)
 
     def recv(self, size):
         return os.read(self.in_fd, size)
-
-    def recv_ready(self):
-        ready, _, _ = select.select([self.in_fd], [], [], 0)
-        return bool(ready)
 
     def close(self):
         if not self.closed:

@@ -13,22 +13,32 @@ class Replies:
 
 
 class Wire:
-    """One connection's SFTP packets, in both directions, without
-    paramiko's per-packet costs: requests are queued and written together
-    when a reply is awaited (one pipe write, and one SSH packet, for a
-    whole batch instead of one per request); replies are read in large
-    pieces and cut out of one buffer, each payload copied once (paramiko
-    reads the length and the body separately, grows the body by
-    concatenation and copies it twice more).  Every SftpFS sharing the
-    connection uses its wire, so request numbers stay unique."""
+    """One connection's SFTP packets, in both directions, over a channel
+    that can `send` and `recv` (a paramiko Channel running the sftp
+    subsystem, or the OpenSSH client's pipes): requests are queued and
+    written together when a reply is awaited (one pipe write, and one SSH
+    packet, for a whole batch instead of one per request); replies are
+    read in large pieces and cut out of one buffer, each payload copied
+    once.  Every SftpFS sharing the connection uses its wire, so request
+    numbers stay unique.  `start` must come first."""
 
-    def __init__(self, sftp):
-        self.channel = sftp.sock
-        self.next_number = sftp.request_number
+    def __init__(self, channel):
+        self.channel = channel
+        self.next_number = 1
+        self.server_version = None
         self.routes = {}            # request number -> Replies or None
         self.outgoing = []
         self.outgoing_size = 0
         self.incoming = bytearray()
+
+    def start(self):
+        """Say which SFTP version we speak (INIT) and read the server's
+        VERSION; ProtocolError if it answers anything else."""
+        self._write(codec.init_packet())
+        kind, _, msg = self._next_packet(has_number=False)
+        if kind != codec.CMD_VERSION:
+            raise codec.ProtocolError('Incompatible sftp protocol')
+        self.server_version = msg.get_int()
 
     def number(self, replies):
         """A new request number; its reply goes to `replies` (None: drop)."""
@@ -74,13 +84,19 @@ class Wire:
         if replies is not None:
             replies.got[num] = (kind, msg)
 
-    def _next_packet(self):
+    def _next_packet(self, has_number=True):
+        """(type, request number, fields) of the next packet; VERSION,
+        the only one without a request number, when not `has_number`."""
         buf = self.incoming
         self._fill(4)
         size = self._fill(4 + int.from_bytes(buf[:4], 'big'))
         if size < 9:
             raise codec.ProtocolError('Malformed SFTP reply')
         kind = buf[4]
+        if not has_number:
+            msg = codec.reply(bytes(buf[5:size]))
+            del buf[:size]
+            return kind, None, msg
         num = int.from_bytes(buf[5:9], 'big')
         with memoryview(buf) as view:
             if kind == codec.CMD_DATA:
@@ -102,13 +118,3 @@ class Wire:
                 raise EOFError('the SSH connection was closed')
             buf += piece
         return size
-
-
-def wire_of(connection):
-    """The connection's wire, made on first use (shared by every SftpFS
-    on it)."""
-    wire = getattr(connection, 'obnam_wire', None)
-    if wire is None:
-        wire = Wire(connection.sftp)
-        connection.obnam_wire = wire
-    return wire
