@@ -1,6 +1,6 @@
 """SSH/SFTP access settings (cli.md §3.12).
 
-The settings are read where a connection is opened (obnamlib/vfs/ssh_auth.py,
+The settings are read where a connection is opened (obnamlib/vfs/sftp/ssh_auth.py,
 through obnamlib.vfs.factory.open_vfs); this plugin only declares them.  Host keys
 are never trusted silently: an unknown host is refused unless
 --ssh-host-keys-check=no, and a changed key is always refused.
