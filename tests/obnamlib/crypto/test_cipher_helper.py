@@ -4,6 +4,7 @@ that waits for room in the ring."""
 
 import mmap
 import os
+import threading
 
 import pytest
 
@@ -11,21 +12,43 @@ from obnamlib.crypto import cipher_helper, reply_ring
 from obnamlib.crypto.frame_pipe import Channel
 
 
+class ParentEnd(Channel):
+    """The parent's end of the requests pipe, closed once however often
+    close() is called."""
+
+    closed = False
+
+    def close(self):
+        if not self.closed:
+            self.closed = True
+            super().close()
+
+
 @pytest.fixture
 def inbox_with_ring():
-    """A function making (inbox, the parent's end, ring); every pipe is
-    closed afterwards."""
-    fds = []
+    """A function making (inbox, the parent's end, ring).  Afterwards the
+    parents' ends are closed, the inboxes' reading threads end (they see
+    the end of input), and only then their read ends are closed: a
+    thread still reading a closed descriptor would read whatever pipe
+    the next test gets under the same number."""
+    read_ends, parents = [], []
 
     def make():
         read_end, write_end = os.pipe()
-        fds.append(read_end)
+        read_ends.append(read_end)
+        parents.append(ParentEnd(write_end))
         ring = reply_ring.RingWriter(mmap.mmap(-1, 4096))
         inbox = cipher_helper._Inbox(Channel(read_end), ring=ring)
-        return inbox, Channel(write_end), ring
+        return inbox, parents[-1], ring
 
     yield make
-    for fd in fds:
+    for parent in parents:
+        parent.close()
+    for thread in threading.enumerate():
+        if thread.name == 'inbox':
+            thread.join(60)
+            assert not thread.is_alive()
+    for fd in read_ends:
         os.close(fd)
 
 
