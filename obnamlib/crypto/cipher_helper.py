@@ -1,8 +1,8 @@
 """The helper process of obnamlib.crypto.cipher_process, run as
 `python3 -I -c ... serve(root, requests_fd, replies_fd[, ring_fd])`:
 it seals and creates files, and reads and unwraps files ahead, for one
-repository root, in the order asked.  It imports as little as it needs: it boots
-while the parent works."""
+repository root, in the order asked.  It imports as little as it needs:
+it boots while the parent works."""
 
 import collections
 import logging

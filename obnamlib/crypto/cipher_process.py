@@ -12,9 +12,9 @@ A process shares no lock: the parent copies each chunk into a pipe and
 goes on.  What the helper reads and decrypts comes back through shared
 memory (obnamlib.crypto.reply_ring), with a short message in a pipe.
 
-The helper (obnamlib.crypto.cipher_helper) runs with the parent's interpreter and
-package.  Keys
-reach it over the pipe, never on its command line or in its environment.
+The helper (obnamlib.crypto.cipher_helper) runs with the parent's
+interpreter and package.  Keys reach it over the pipe, never on its
+command line or in its environment.
 Errors never come from here as new messages: a create that failed is
 reported with the exception the child met, and a read-ahead that failed
 is simply not used, so the caller's own read reports it.
@@ -43,7 +43,8 @@ STOP_WAIT = 60
 _log = logging.getLogger(__name__)
 
 _BOOT = ('import sys; sys.path.insert(0, sys.argv[1]); '
-         'from obnamlib.crypto.cipher_helper import serve; serve(*sys.argv[2:])')
+         'from obnamlib.crypto.cipher_helper import serve; '
+         'serve(*sys.argv[2:])')
 
 
 class CipherProcessFailed(errors.ObnamError):

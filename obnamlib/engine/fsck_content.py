@@ -168,7 +168,7 @@ class ContentCheck:
         except (errors.ObnamError, ValueError, OSError) as e:
             return self._chunk_problem(
                 chunk_id,
-                'chunk %x is corrupted: ' + _text(e).replace('%', '%%'))
+                'chunk %x is corrupted: ' + error_line(e).replace('%', '%%'))
         self.stats.chunk_reads += 1
         self.stats.chunk_bytes += len(data)
         md5 = None
@@ -304,7 +304,8 @@ class _SharedChunks:
             self.size -= len(self.kept.pop(chunk_id))
 
 
-def _text(error):
+def error_line(error):
+    """An error as fsck's problem lines show it: its first line."""
     if isinstance(error, errors.ObnamError):
         return error.first_line()
     return str(error).splitlines()[0] if str(error) else type(error).__name__

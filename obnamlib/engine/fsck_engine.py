@@ -26,7 +26,7 @@ import struct
 
 from obnamlib import errors
 from obnamlib.engine import stored_names
-from obnamlib.engine.fsck_content import ContentCheck
+from obnamlib.engine.fsck_content import ContentCheck, error_line
 from obnamlib.repo import interface as repo_interface
 from obnamlib.repo.fsck_checker import storage_checker_for
 
@@ -185,7 +185,8 @@ class Fsck:
         try:
             names = self.repo.get_client_names()
         except errors.ObnamError as e:
-            self._walk_problem('client list cannot be read: %s' % _text(e))
+            self._walk_problem('client list cannot be read: %s'
+                               % error_line(e))
             return []
         return [n for n in names if n not in self.options.ignore_clients]
 
@@ -199,7 +200,7 @@ class Fsck:
         except errors.ObnamError as e:
             self.used[client_name] = None
             self._walk_problem('client %s: generations cannot be listed: %s'
-                         % (client_name, _text(e)))
+                         % (client_name, error_line(e)))
             return
         numbers = [self.repo.make_generation_spec(g) for g in gen_ids]
         for number in sorted(set(n for n in numbers if numbers.count(n) > 1)):
@@ -226,7 +227,7 @@ class Fsck:
                           repo_interface.GEN_IS_CHECKPOINT]}
         except errors.ObnamError as e:
             self._walk_problem('%s: generation metadata cannot be read: %s'
-                               % (where, _text(e)))
+                               % (where, error_line(e)))
             return
         checkpoint = values[repo_interface.GEN_IS_CHECKPOINT]
         for key, what in _GENERATION_FACTS.items():
@@ -340,7 +341,7 @@ class Fsck:
         except (errors.ObnamError, ValueError,
                 struct.error) as e:
             self._walk_problem('%s: %s: metadata cannot be read: %s'
-                         % (where, _show(path), _text(e)))
+                         % (where, _show(path), error_line(e)))
         return None
 
     def _children(self, gen_id, path, where):
@@ -350,7 +351,7 @@ class Fsck:
             names = self.repo.get_file_children(gen_id, path)
         except errors.ObnamError as e:
             self._walk_problem('%s: %s: directory cannot be listed: %s'
-                         % (where, _show(path), _text(e)))
+                         % (where, _show(path), error_line(e)))
             return []
         safe, unsafe = stored_names.partition(names)
         for name in unsafe:
@@ -370,7 +371,7 @@ class Fsck:
                     self.repo.get_file_data(gen_id, path))
         except errors.ObnamError as e:
             self._walk_problem('%s: chunk list cannot be read: %s'
-                               % (shown, _text(e)))
+                               % (shown, error_line(e)))
             return
         self.used[client_name].update(chunk_ids)
         if self.options.ignore_chunks:
@@ -394,9 +395,3 @@ def _join(dirname, basename):
 
 def _show(path):
     return path.decode('utf-8', 'backslashreplace')
-
-
-def _text(error):
-    if isinstance(error, errors.ObnamError):
-        return error.first_line()
-    return str(error).splitlines()[0] if str(error) else type(error).__name__
