@@ -28,6 +28,7 @@ import threading
 import zlib
 
 from obnamlib.crypto import cfb, openpgp_aead
+from obnamlib.crypto.cipher import Cipher
 from obnamlib import errors
 from obnamlib.crypto.openpgp_algorithms import (
     AES256, CIPHERS, S2K_ITERATED, SHA256, S2KCache, block_size, cfb_cipher,
@@ -394,8 +395,10 @@ def message_content(data, depth=0):
     raise OpenPgpFormatError(reason='no literal data packet in message')
 
 
-class SymmetricCipher:
+class SymmetricCipher(Cipher):
     """The `cipher` of RepositoryFS: passphrase-encrypted OpenPGP."""
+
+    seals_in_scratch = True
 
     def __init__(self):
         self.cache = S2KCache()

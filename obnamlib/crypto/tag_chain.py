@@ -48,8 +48,7 @@ def seal(cipher, parts, passphrase):
 
 
 def can_seal(cipher):
-    return hasattr(cipher, 'encrypt_in_scratch') and \
-        hasattr(cipher, 'encrypted_size')
+    return cipher.seals_in_scratch
 
 
 def sealed_size(cipher, parts, passphrase):

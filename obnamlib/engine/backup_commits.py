@@ -148,8 +148,7 @@ class GenerationCommits:
     def _io_counters(self):
         if self.repo_io is None:
             return (0, 0)
-        return (self.repo_io.bytes_written,
-                getattr(self.repo_io, 'bytes_read', 0))
+        return (self.repo_io.bytes_written, self.repo_io.bytes_read)
 
     def _bytes_written(self):
         if self.repo_io is not None:

@@ -120,7 +120,7 @@ class _FileBatch:
     (SFTP): up to FILE_BATCH files, or FILE_BATCH_BYTES of small ones."""
 
     def __init__(self, fs):
-        self.small = getattr(fs, 'prefetch_size', 0)
+        self.small = fs.prefetch_size
         self.files = []
         self.small_bytes = 0
 

@@ -499,13 +499,9 @@ def _join(dirname, basename):
 
 
 def _end_at(f, size):
-    """Give the file its full size even when it ends in a hole."""
-    truncate = getattr(f, 'truncate', None)
-    if truncate is not None:
-        truncate(size)
-    elif size > 0:
-        f.seek(size - 1)
-        f.write(b'\0')
+    """Give the file its full size even when it ends in a hole (every
+    VFS's open_write file can truncate)."""
+    f.truncate(size)
 
 
 def _is_directory(md):

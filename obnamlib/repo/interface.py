@@ -41,6 +41,7 @@ class Repository(abc.ABC):
     # --- repository as a whole --------------------------------------------
 
     format_name = None          # '6'
+    created = False             # True: opening it made it (repo.factory)
 
     @abc.abstractmethod
     def close(self):

@@ -86,7 +86,7 @@ class BackupPlugin(obnamlib.cli.plugin.ObnamPlugin):
             with self.app.open_repository(
                     lock='none', create=not options.pretend) as repo:
                 opened = True
-                if getattr(repo, 'created', False):
+                if repo.created:
                     self.app.ui.error(created_notice(options.repository_url))
                 engine = backup_engine.BackupEngine(
                     repo, fs, options, progress, repo_io=repo.fs)

@@ -86,7 +86,7 @@ class Fmt6Checker:
     def check_keys(self):
         """In an encrypted repository every toplevel has a key we can open."""
         fs = self.repo.fs
-        key_store = getattr(fs, 'keys', None)
+        key_store = fs.keys
         toplevels = [CLIENTLIST] + list(CHUNK_DIRS) + [
             str(cid) for cid in self._client_ids().values()]
         present = [t for t in toplevels if fs.exists(t + '/key')]
@@ -252,9 +252,7 @@ class Fmt6Checker:
             generation = self.repo._generation(gen_id)
         except (larch.Error, errors.ObnamError):
             return
-        ids = getattr(generation, 'ids', None)
-        if ids is not None:
-            ids.clear()
+        generation.ids.clear()
 
     @staticmethod
     def chunk_sort_key(chunk_id):

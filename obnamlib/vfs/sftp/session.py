@@ -102,7 +102,7 @@ class SftpSession(VirtualFileSystem):
 
     def _lost(self, error):
         reason = str(error).rstrip(': ') or type(error).__name__
-        last = getattr(self.connection, 'stderr_lines', None)
+        last = self.connection.stderr_lines
         if last:
             reason = '%s (%s)' % (reason, last[-1])
         self._dead = reason.replace('\n', ' ')

@@ -170,6 +170,8 @@ class _ExecutableMissing(Exception):
 class ParamikoConnection:
     """SSH via paramiko's transport: host key check and key authentication."""
 
+    stderr_lines = ()       # paramiko reports its problems as exceptions
+
     def __init__(self, target):
         self.target = target
         sock = _tcp_connect(target)
