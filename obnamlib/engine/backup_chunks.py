@@ -88,11 +88,14 @@ class RunChunks:
     def remove_unindexed(self):
         """Delete the chunks written since the last commit: no committed
         generation or index refers to them, and after ENOSPC the space is
-        what the next run needs."""
-        for chunk_id, _ in self.new_chunks:
-            try:
-                self.repo.remove_chunk(chunk_id)
-            except Exception:
-                logging.warning('could not remove unused chunk %x', chunk_id)
-                break
+        what the next run needs.  The repository knows them all, also one
+        whose writing an interruption cut short before its id came back."""
         self.new_chunks = []
+        try:
+            removed = self.repo.remove_uncommitted_chunks()
+        except Exception:
+            logging.warning('could not remove the chunks of this run',
+                            exc_info=True)
+        else:
+            logging.info('removed %d chunk(s) this run wrote but did not '
+                         'commit', removed)

@@ -65,11 +65,20 @@ def decide_by_policy(repo, client_name, policy, as_of=None):
 
 def decide_by_specs(repo, client_name, specs):
     """Decisions for explicitly named generations; every spec is resolved
-    before anything is removed (R0B15DX names the bad one).  Returns
-    (decisions oldest first, gen_ids to remove in argument order)."""
+    before anything is removed (R0B15DX names the bad one).  A generation
+    that existed and is gone (a killed forget's rerun names it again) is
+    no error.  Returns (decisions oldest first, gen_ids to remove in
+    argument order, the specs of generations already gone)."""
     chosen = []
+    gone = []
     for spec in specs:
-        gen_id = repo.interpret_generation_spec(client_name, spec)
+        try:
+            gen_id = repo.interpret_generation_spec(client_name, spec)
+        except errors.RepositoryGenerationDoesNotExist:
+            if not repo.generation_spec_was_used(client_name, spec):
+                raise
+            gone.append(spec)
+            continue
         if gen_id not in chosen:
             chosen.append(gen_id)
     decisions = [
@@ -77,7 +86,7 @@ def decide_by_specs(repo, client_name, specs):
                  end_time(repo, gen_id),
                  [] if gen_id in chosen else ['not named'])
         for gen_id in repo.get_generation_ids(client_name)]
-    return decisions, chosen
+    return decisions, chosen, gone
 
 
 def remove_generations(repo, client_name, gen_ids, progress=None):

@@ -115,6 +115,14 @@ class Repository(abc.ABC):
         """'latest' or a decimal id string -> GenId; R0B15DX / REFB32X."""
 
     @abc.abstractmethod
+    def generation_spec_was_used(self, client_name, spec):
+        """Whether a generation of the client may have had this (decimal)
+        spec: the client's history has reached that id, so a generation
+        of that id that is missing now was removed (an interrupted
+        forget's rerun asks).  False for 'latest' and for ids the client
+        never reached."""
+
+    @abc.abstractmethod
     def make_generation_spec(self, gen_id):
         """GenId -> the string users see (decimal id)."""
 
@@ -262,6 +270,13 @@ class Repository(abc.ABC):
     @abc.abstractmethod
     def remove_chunk(self, chunk_id):
         """Delete the chunk file (callers first make sure nobody uses it)."""
+
+    @abc.abstractmethod
+    def remove_uncommitted_chunks(self):
+        """Delete the chunk files this object wrote since the last commit
+        of a client or of the chunk indexes: nothing committed refers to
+        them.  For a run that failed or was interrupted, so that it
+        leaves nothing behind; returns how many were removed."""
 
     @abc.abstractmethod
     def remove_unused_chunks(self, client_name, candidate_chunk_ids):

@@ -507,6 +507,31 @@ class RepositoryConformance:
         assert not repo.has_chunk(chunk_id)
         assert repo.get_chunk_ids() == []
 
+    def test_uncommitted_chunks_are_removed_and_committed_ones_kept(
+            self, repo):
+        self.add_client(repo)
+        gen = self.new_generation(repo)
+        kept = repo.put_chunk_content(b'kept')
+        repo.set_file_chunk_ids(gen, b'/f', [kept])
+        repo.commit_client(CLIENT)
+        assert repo.remove_uncommitted_chunks() == 0
+        gen = self.new_generation(repo)
+        doomed = [repo.put_chunk_content(b'doomed %d' % i) for i in range(3)]
+        repo.set_file_chunk_ids(gen, b'/g', doomed)
+        assert repo.remove_uncommitted_chunks() == 3
+        repo.unlock_client(CLIENT)
+        assert repo.get_chunk_ids() == [kept]
+        assert repo.get_chunk_content(kept) == b'kept'
+
+    def test_chunks_indexed_by_a_commit_are_not_uncommitted(self, repo):
+        self.add_client(repo)
+        repo.lock_chunk_indexes()
+        chunk_id = repo.put_chunk_content(b'indexed')
+        repo.put_chunk_into_indexes(chunk_id, b'indexed', CLIENT)
+        repo.commit_chunk_indexes()
+        assert repo.remove_uncommitted_chunks() == 0
+        assert repo.get_chunk_ids() == [chunk_id]
+
     def test_dedup_lookup_after_index_commit(self, repo, path):
         self.add_client(repo)
         chunk_id = repo.put_chunk_content(b'same')

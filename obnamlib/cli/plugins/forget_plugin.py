@@ -1,6 +1,9 @@
 """forget: remove generations by id or by policy (§5.10, §11).
 
-Generation arguments take precedence over --keep; with neither, nothing
+Generation arguments take precedence over --keep; a named generation
+that existed and is gone already (the rerun of an interrupted forget) is
+mentioned on stderr and skipped, while an id the client never reached is
+still an error (R0B15DX); with neither, nothing
 happens and the repository is not even opened.  The policy is parsed (and
 refused if bad) before the repository is touched.  A policy that keeps
 nothing (`0d`, `0h,0d`) would remove every generation: it is refused,
@@ -51,8 +54,9 @@ class ForgetPlugin(plugin.ObnamPlugin):
         with self.app.open_repository(
                 lock='none' if pretend else 'everything') as repo:
             if args:
-                decisions, doomed = forgetter.decide_by_specs(
+                decisions, doomed, gone = forgetter.decide_by_specs(
                     repo, client, args)
+                self.say_gone(client, gone)
             else:
                 decisions = forgetter.decide_by_policy(
                     repo, client, policy, as_of=as_of)
@@ -64,6 +68,13 @@ class ForgetPlugin(plugin.ObnamPlugin):
                                          progress=self.progress())
         if settings['verbose'] or self.on_terminal():
             self.show(decisions)
+
+    def say_gone(self, client, specs):
+        for spec in specs:
+            self.app.ui.error(
+                'Generation %s of client %s is not in the repository '
+                '(forgotten already?): nothing to do for it\n'
+                % (spec, client))
 
     def show(self, decisions):
         for decision in decisions:

@@ -108,6 +108,7 @@ class ChunkIndexing:
                 reused.add(chunk_id)
 
     def client_committed(self, client_name):
+        self.chunks.committed()
         reused = self.reused.pop(client_name, set())
         self.reused_committed.setdefault(client_name, set()).update(reused)
         if self.indexes.writable:
@@ -142,6 +143,7 @@ class ChunkIndexing:
         self.index_reused_chunks()
         self.chunks.flush()
         self.indexes.commit()
+        self.chunks.committed()
         for chunk_id in self.pending_removals:
             self.chunks.remove(chunk_id)
         self.pending_removals = []

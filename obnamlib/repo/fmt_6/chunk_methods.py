@@ -95,6 +95,10 @@ class ChunkMethods:
         self.chunks.remove(chunk_id)
 
     @reporting_damage
+    def remove_uncommitted_chunks(self):
+        return self.chunks.remove_uncommitted()
+
+    @reporting_damage
     def remove_unused_chunks(self, client_name, candidate_chunk_ids):
         """Chunk files are deleted at commit_chunk_indexes, after the index
         commit, so a crash never leaves an index entry without its file."""

@@ -127,6 +127,7 @@ class ChunkStore:
         self.next_id = None
         self.by_basename = None   # fallback map for non-default idpaths
         self.written = []         # [first, last] id ranges this object wrote
+        self.since_commit = []    # ids handed to storage since a commit
         self.background, self._hand_over = _background_writer(fs)
         self.writer = None        # self.background while writing behind
         self.spread_asked = False
@@ -145,11 +146,15 @@ class ChunkStore:
             path = idpath(chunk_id)
             if self.writer is not None:
                 if self._is_free(chunk_id, path):
+                    # Noted first: an interruption inside create_file must
+                    # not leave a file nobody knows of.
+                    self.since_commit.append(chunk_id)
                     self.fs.create_file(path, data)    # into the writer
                     self._note_written(chunk_id)
                     return chunk_id
             elif self._create_exclusive(path, data):
                 self._note_written(chunk_id)
+                self.since_commit.append(chunk_id)
                 return chunk_id
             self.next_id = None
 
@@ -198,6 +203,28 @@ class ChunkStore:
         self.write_behind(False)
         if self.background is not None:
             self.background.close()
+
+    def committed(self):
+        """A commit (of a client or the indexes) refers to every chunk
+        written so far, or may: none of them may be removed as unused."""
+        self.since_commit = []
+
+    def remove_uncommitted(self):
+        """Remove the chunk files written since the last commit, which
+        nothing committed refers to (after a failed or interrupted run);
+        returns how many were removed."""
+        doomed, self.since_commit = self.since_commit, []
+        self.flush_quietly()
+        for chunk_id in doomed:
+            self.remove(chunk_id)
+        return len(doomed)
+
+    def flush_quietly(self):
+        """Wait for the files being written; their failures are dropped
+        (a failed create made no file of ours)."""
+        if self.writer is not None:
+            self.writer.wait()
+            self.writer.drop_errors()
 
     def _wait_for(self, chunk_id):
         if self._is_pending(chunk_id):

@@ -40,6 +40,11 @@ class ClientForest:
             self.gen_numbers[key] = self._wrap(tree).get_gen_value(keys.GEN_ID)
         return self.gen_numbers[key]
 
+    def last_id(self):
+        """The forest's id counter: every generation id so far was taken
+        from it, so none was above it (format-6.md §7.3)."""
+        return self.forest.last_id
+
     def generation_ids(self):
         """Ids in tree order; trees without GEN_ID are skipped."""
         numbers = (self._number(tree) for tree in self.forest.trees)

@@ -44,6 +44,13 @@ class GenerationMethods:
             gen_id=spec, client_name=client_name)
 
     @reporting_damage
+    def generation_spec_was_used(self, client_name, spec):
+        spec = str(spec).strip()
+        if not spec.isdigit():
+            return False
+        return int(spec) <= self.sessions.open(client_name).last_id()
+
+    @reporting_damage
     def make_generation_spec(self, gen_id):
         return '%d' % int(gen_id)
 

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from tests import paths
+from tests.gpg_fixture import gpg_home  # noqa: F401 (a fixture)
 
 NOTICE = (b'%s: interrupted, cleaning up (press Ctrl-C again to stop at '
           b'once)\n')
@@ -97,6 +98,11 @@ def lock_files(repo):
                   if n == 'lock')
 
 
+def chunk_files(repo):
+    return [name for _, _, names in os.walk(repo / 'chunks')
+            for name in names if name not in ('lock', 'key', 'userkeys')]
+
+
 def wait_for_lock(repo, proc):
     """Until the running backup holds its client lock (or has ended)."""
     deadline = time.monotonic() + 60
@@ -132,5 +138,38 @@ def test_an_interrupted_backup_leaves_the_repository_as_it_was(
                            capture_output=True, timeout=60)
     assert (after.returncode, after.stdout) == (0, before)
     fsck = subprocess.run(obnam(repo, tmp_path, 'fsck'),
+                          capture_output=True, timeout=120)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+
+
+def test_an_interrupted_encrypted_backup_leaves_no_chunk_behind(
+        tmp_path, gpg_home):
+    """New chunks are encrypted and written behind the reading; whatever
+    the moment of the interruption (also inside the hand-over of a
+    chunk), the chunks this run wrote go again, so fsck finds nothing."""
+    src, repo = tmp_path / 'src', tmp_path / 'repo'
+    src.mkdir()
+    (src / 'small').write_bytes(b'first backup\n')
+    encrypted = ['--encrypt-with', gpg_home.keys['Alice'], '--gnupghome',
+                 gpg_home.path]
+    first = subprocess.run(
+        obnam(repo, tmp_path, 'backup', str(src), *encrypted),
+        capture_output=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    with open(src / 'random', 'wb') as f:
+        for _ in range(256):
+            f.write(os.urandom(1024 * 1024))
+    before = chunk_files(repo)
+    proc = start(obnam(repo, tmp_path, 'backup', str(src), *encrypted),
+                 tmp_path)
+    deadline = time.monotonic() + 60
+    while len(chunk_files(repo)) < len(before) + 3 and proc.poll() is None:
+        assert time.monotonic() < deadline, 'the backup wrote no chunk'
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (255, NOTICE % b'obnam')
+    assert lock_files(repo) == []
+    fsck = subprocess.run(obnam(repo, tmp_path, 'fsck', *encrypted),
                           capture_output=True, timeout=120)
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr

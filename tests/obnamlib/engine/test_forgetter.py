@@ -112,11 +112,26 @@ def test_decide_by_specs_resolves_all_first(repo, path):
     assert str(info.value) == ("R0B15DX: Cannot find requested generation "
                                "'999' for client havelock")
     assert snapshot(path) == before
-    decisions, chosen = forgetter.decide_by_specs(
+    decisions, chosen, gone = forgetter.decide_by_specs(
         repo, h.CLIENT, ['latest', '%d' % gens[0], '%d' % gens[2]])
-    assert chosen == [gens[2], gens[0]]
+    assert (chosen, gone) == ([gens[2], gens[0]], [])
     assert [d.keep for d in decisions] == [False, True, False]
     assert decisions[1].line().endswith('\tkeep not named')
+
+
+def test_a_generation_gone_already_is_skipped_and_named(repo, path):
+    """The rerun of a forget killed after removing some of the named
+    generations: those are reported, the rest are chosen; an id above
+    any the client reached is still an error."""
+    gens = hourly(repo, 3)
+    remove(repo, h.CLIENT, [gens[0]])
+    specs = ['%d' % gens[0], '%d' % gens[1]]
+    decisions, chosen, gone = forgetter.decide_by_specs(repo, h.CLIENT, specs)
+    assert (chosen, gone) == ([gens[1]], ['%d' % gens[0]])
+    assert [d.gen_id for d in decisions] == gens[1:]
+    beyond = '%d' % (int(gens[-1]) + 1000)
+    with pytest.raises(errors.RepositoryGenerationDoesNotExist):
+        forgetter.decide_by_specs(repo, h.CLIENT, [beyond])
 
 
 def test_forgetting_big_data_shrinks_repository(repo, path):

@@ -182,13 +182,26 @@ def test_pretend_with_named_generations(repo_path):
 
 
 def test_unknown_generation_removes_nothing(repo_path):
+    """An id above every id the client's history reached never named a
+    generation: a typo, refused before anything is removed."""
     before = snapshot(repo_path)
-    result = utc(repo_path, 'forget', '5', '6')
+    result = utc(repo_path, 'forget', '5', '99999')
     assert result.returncode == 1
     assert result.stderr.decode() == (
-        "ERROR: R0B15DX: Cannot find requested generation '6' for client "
-        "havelock\n")
+        "ERROR: R0B15DX: Cannot find requested generation '99999' for "
+        "client havelock\n")
     assert snapshot(repo_path) == before
+
+
+def test_rerun_of_an_interrupted_forget_goes_on(repo_path):
+    """forget 2 5, killed after removing 2, is run again: 2 is gone
+    (said on stderr), 5 goes, exit 0."""
+    assert utc(repo_path, 'forget', '2').returncode == 0
+    result = utc(repo_path, 'forget', '2', '5')
+    assert (result.returncode, result.stderr.decode()) == (
+        0, 'Generation 2 of client havelock is not in the repository '
+        '(forgotten already?): nothing to do for it\n')
+    assert '2' not in genids(repo_path) and '5' not in genids(repo_path)
 
 
 def test_pretend_time_applies_policy_as_of_then(repo_path):

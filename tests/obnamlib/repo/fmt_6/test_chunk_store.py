@@ -85,6 +85,27 @@ def test_written_behind_files_are_complete_after_flush(tmp_path):
     store.close()
 
 
+class InterruptedHandOver(repo_fs.RepositoryFS):
+    """Ctrl-C arrives while a chunk is handed to the writer thread,
+    after the hand-over: put() never returns the id."""
+
+    def create_file(self, path, data):
+        super().create_file(path, data)
+        raise KeyboardInterrupt()
+
+
+def test_a_chunk_whose_put_was_interrupted_is_removed_with_the_rest(
+        tmp_path):
+    fs = InterruptedHandOver(obnamlib.vfs.local.LocalFS(str(tmp_path)))
+    store = ChunkStore(fs, rng=FixedStarts(0x30000))
+    store.write_behind(True)
+    with pytest.raises(KeyboardInterrupt):
+        store.put(b'cut short')
+    assert store.remove_uncommitted() == 1
+    store.close()
+    assert store.ids() == []
+
+
 def test_reading_a_chunk_waits_for_its_file(tmp_path):
     store = ChunkStore(local_repo_fs(tmp_path), rng=FixedStarts(0x20000))
     store.write_behind(True)
