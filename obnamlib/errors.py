@@ -93,12 +93,22 @@ class NoFilterTagError(ObnamError):
 
 
 class GpgError(ObnamError):
+    """gpg failed.  With an `explanation` (one line that says what is
+    wrong and what to do, where obnam knows better than gpg's words)
+    that is the message; gpg's stderr goes to the log."""
+
     code = 'R0C79EX'
     msg = 'gpg failed with exit code {returncode}:\n{stderr}'
+
+    def message(self):
+        explanation = self.kwargs.get('explanation')
+        return explanation if explanation else super().message()
 
     def first_line(self):
         """gpg's own words are what tell people why: on one line they
         follow the exit code, separated by semicolons."""
+        if self.kwargs.get('explanation'):
+            return str(self)
         said = [line.strip() for line in str(self.stderr).splitlines()]
         return '%s: gpg failed with exit code %s: %s' % (
             self.code, self.returncode, '; '.join(l for l in said if l))

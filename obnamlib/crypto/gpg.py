@@ -43,16 +43,23 @@ class UnreadableKeyFile(errors.ObnamError):
 
 
 def no_secret_key(keyid, gnupghome):
-    """The error Obnam 1.x gave (R0C79EX), naming the key and home."""
-    return errors.GpgError(
-        returncode=2, stderr='gpg: %s: No secret key (GnuPG home %s)' % (
-            keyid, _shown_home(gnupghome)))
+    """Obnam 1.x's code (R0C79EX), in one line naming the key, the home
+    and what to do."""
+    return _missing_key(keyid, gnupghome, 'secret')
 
 
 def no_public_key(keyid, gnupghome):
+    return _missing_key(keyid, gnupghome, 'public')
+
+
+def _missing_key(keyid, gnupghome, kind):
+    home = _shown_home(gnupghome)
     return errors.GpgError(
-        returncode=2, stderr='gpg: %s: No public key (GnuPG home %s)' % (
-            keyid, _shown_home(gnupghome)))
+        returncode=2, stderr='gpg: %s: No %s key (GnuPG home %s)' % (
+            keyid, kind, home),
+        explanation='GnuPG home %s has no %s key %s; import it (gpg '
+        '--import), or point --gnupghome at the keyring that has it' % (
+            home, kind, keyid))
 
 
 def _environment():
@@ -236,9 +243,46 @@ def require_secret_key(keyid, gnupghome=None):
     return listing
 
 
-def decrypt(data, gnupghome=None):
-    """Decrypt public-key encrypted data with the user's secret key."""
-    return run(['--no-textmode', '-d'], data, gnupghome=gnupghome)
+def decrypt(data, gnupghome=None, what='the data'):
+    """Decrypt public-key encrypted data with the user's secret key.  When
+    this GnuPG home has none of the secret keys it is for, the error is
+    one line naming them and what to do (`what` names the data)."""
+    try:
+        return run(['--no-textmode', '-d'], data, gnupghome=gnupghome)
+    except errors.GpgError as e:
+        if 'No secret key' not in str(e.stderr):
+            raise
+        logging.error('gpg: %s', e.stderr)
+        raise errors.GpgError(
+            returncode=e.returncode, stderr=e.stderr,
+            explanation=missing_secret_key_text(data, gnupghome, what)) from e
+
+
+def missing_secret_key_text(message, gnupghome, what):
+    keyids = recipients(message)
+    return ('Cannot decrypt %s: it is encrypted for key %s, and GnuPG home '
+            '%s has no secret key for %s; import the secret key (gpg '
+            '--import), or point --gnupghome at the keyring that has it' % (
+                what, ', '.join(keyids) or '(unknown)', _shown_home(gnupghome),
+                'it' if len(keyids) < 2 else 'any of them'))
+
+
+def recipients(message):
+    """The key ids (hex) a public-key encrypted message names in its
+    PKESK packets: encryption subkeys, which `gpg --list-secret-keys ID`
+    finds too."""
+    found = []
+    try:
+        for tag, body in openpgp_packets.iter_packets(message):
+            if tag == openpgp_packets.MARKER:
+                continue
+            if tag != openpgp_packets.PKESK:
+                break
+            if len(body) >= 9 and body[0] == 3:
+                found.append(bytes(body[1:9]).hex().upper())
+    except errors.ObnamError:
+        pass        # damaged: the names found so far
+    return found
 
 
 def decrypt_many(messages, gnupghome=None):

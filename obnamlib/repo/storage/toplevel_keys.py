@@ -370,7 +370,8 @@ class ToplevelKeys(KeyStore):
             return None
 
     def _decrypted_key(self, toplevel, encrypted):
-        plain = gpg.decrypt(encrypted, self.gnupghome)
+        plain = gpg.decrypt(encrypted, self.gnupghome,
+                            what='the repository key %s/key' % toplevel)
         return valid_key_text(toplevel, plain)
 
     def prepare_toplevel(self, toplevel):

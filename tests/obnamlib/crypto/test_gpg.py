@@ -32,8 +32,8 @@ def test_export_unknown_key_is_gpg_error(gpg_home):
     with pytest.raises(errors.GpgError) as info:
         gpg.export_public_key('DEADBEEFDEADBEEF', gnupghome=gpg_home.path)
     assert str(info.value) == (
-        'R0C79EX: gpg failed with exit code 2:\n'
-        'gpg: DEADBEEFDEADBEEF: No public key (GnuPG home %s)'
+        'R0C79EX: GnuPG home %s has no public key DEADBEEFDEADBEEF; import '
+        'it (gpg --import), or point --gnupghome at the keyring that has it'
         % gpg_home.path)
 
 
@@ -63,7 +63,8 @@ def test_decrypt_without_secret_key_carries_gpg_stderr(gpg_home,
     with pytest.raises(errors.GpgError) as info:
         gpg.decrypt(encrypted, gnupghome=empty_gpg_home.path)
     assert info.value.code == 'R0C79EX'
-    assert 'No secret key' in str(info.value)
+    assert 'has no secret key' in str(info.value)
+    assert 'No secret key' in info.value.stderr
 
 
 def test_secret_key_checks(gpg_home, empty_gpg_home):
@@ -72,8 +73,31 @@ def test_secret_key_checks(gpg_home, empty_gpg_home):
     with pytest.raises(errors.GpgError) as info:
         gpg.require_secret_key('ABCDEF01', empty_gpg_home.path)
     assert str(info.value) == (
-        'R0C79EX: gpg failed with exit code 2:\n'
-        'gpg: ABCDEF01: No secret key (GnuPG home %s)' % empty_gpg_home.path)
+        'R0C79EX: GnuPG home %s has no secret key ABCDEF01; import it (gpg '
+        '--import), or point --gnupghome at the keyring that has it'
+        % empty_gpg_home.path)
+
+
+def test_a_message_for_keys_this_home_lacks_is_one_line(
+        gpg_home, empty_gpg_home):
+    message = gpg_home.gpg('--trust-model', 'always', '-e', '-r',
+                           gpg_home.keys['Alice'], '-r', gpg_home.keys['Bob'],
+                           input=b'secret').stdout
+    subkeys = gpg.recipients(message)
+    assert len(subkeys) == 2 and all(len(k) == 16 for k in subkeys)
+    assert sorted(subkeys) == sorted(
+        line.split(':')[4] for line in gpg_home.gpg(
+            '--with-colons', '--list-keys').stdout.decode().splitlines()
+        if line.startswith('sub:'))
+    with pytest.raises(errors.GpgError) as info:
+        gpg.decrypt(message, empty_gpg_home.path, what='the test message')
+    assert str(info.value) == (
+        'R0C79EX: Cannot decrypt the test message: it is encrypted for key '
+        '%s, and GnuPG home %s has no secret key for any of them; import '
+        'the secret key (gpg --import), or point --gnupghome at the keyring '
+        'that has it' % (', '.join(subkeys), empty_gpg_home.path))
+    assert info.value.first_line() == str(info.value)
+    assert gpg.decrypt(message, gpg_home.path) == b'secret'
 
 
 def test_keyring_remove(gpg_home):

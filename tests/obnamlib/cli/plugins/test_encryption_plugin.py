@@ -119,9 +119,9 @@ def test_unknown_secret_key_is_R0C79EX(tmp_path, homes):
                    alice.keys['Bob'], 'backup', live)
     assert result.returncode == 1
     assert result.stderr == (
-        'ERROR: R0C79EX: gpg failed with exit code 2:\n'
-        'gpg: %s: No secret key (GnuPG home %s)\n'
-        % (alice.keys['Bob'], alice.path))
+        'ERROR: R0C79EX: GnuPG home %s has no secret key %s; import it '
+        '(gpg --import), or point --gnupghome at the keyring that has it\n'
+        % (alice.path, alice.keys['Bob']))
     assert not (tmp_path / 'repo' / 'clientlist').exists()
 
 
@@ -136,8 +136,11 @@ def test_keys_of_two_clients(tmp_path, homes):
     # Bob's key cannot open the shared toplevels yet.
     result = obnam(tmp_path, bob, 'c2', b_enc, 'backup', live_b)
     assert result.returncode == 1
-    assert result.stderr.startswith('ERROR: R0C79EX: gpg failed')
-    assert 'No secret key' in result.stderr
+    assert result.stderr.startswith(
+        'ERROR: R0C79EX: Cannot decrypt the repository key clientlist/key: '
+        'it is encrypted for key ')
+    assert ('and GnuPG home %s has no secret key for it' % bob.path) in \
+        result.stderr and result.stderr.count('\n') == 1
 
     assert obnam(tmp_path, alice, 'c1', a_enc, 'add-key').returncode == 1
     ok(obnam(tmp_path, alice, 'c1', a_enc,

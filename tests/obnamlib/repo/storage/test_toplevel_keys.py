@@ -92,8 +92,8 @@ def test_key_without_secret_half_refused(tmp_path, gpg_home):
         with pytest.raises(errors.GpgError) as info:
             toplevel_keys.ToplevelKeys(base, gpg_home.keys['Alice'],
                                        gnupghome=other.path)
-    assert str(info.value).startswith('R0C79EX: gpg failed with exit code')
-    assert 'No secret key' in str(info.value)
+    assert str(info.value).startswith('R0C79EX: GnuPG home ')
+    assert 'has no secret key' in str(info.value)
     assert os.listdir(str(tmp_path)) == []
 
 
@@ -106,7 +106,7 @@ def test_client_with_other_key_cannot_read(tmp_path, gpg_home):
         with pytest.raises(errors.GpgError) as info:
             theirs.read_file('clientlist/metadata')
     assert info.value.code == 'R0C79EX'
-    assert 'No secret key' in str(info.value)
+    assert 'has no secret key' in str(info.value)
 
 
 def test_add_list_remove_keys(tmp_path, gpg_home):
@@ -265,7 +265,7 @@ def test_first_key_asked_for_brings_the_others_in_one_round(
     base.write_file('5678/key', gpg.encrypt_to_keyring(b'xyz', keyring))
     decrypted, runs = [], []
     real_decrypt, real_many = gpg.decrypt, gpg.decrypt_many
-    monkeypatch.setattr(gpg, 'decrypt', lambda data, home: (
+    monkeypatch.setattr(gpg, 'decrypt', lambda data, home, what=None: (
         decrypted.append(data), runs.append(1),
         real_decrypt(data, home))[2])
     monkeypatch.setattr(gpg, 'decrypt_many', lambda messages, home: (
@@ -318,7 +318,7 @@ def _record_gpg_runs(monkeypatch):
     monkeypatch.setattr(gpg, 'decrypt_many', lambda messages, home: (
         runs.append('decrypt %d' % len(messages)),
         real_many(messages, home))[1])
-    monkeypatch.setattr(gpg, 'decrypt', lambda data, home: (
+    monkeypatch.setattr(gpg, 'decrypt', lambda data, home, what=None: (
         runs.append('decrypt'), real_one(data, home))[1])
     monkeypatch.setattr(gpg, 'require_secret_key', lambda keyid, home: (
         runs.append('check'), real_check(keyid, home))[1])
@@ -372,7 +372,7 @@ def test_key_without_secret_half_refused_before_anything_is_written(
             with pytest.raises(errors.GpgError) as info:
                 write()
             assert str(info.value).startswith('R0C79EX: ')
-            assert 'No secret key' in str(info.value)
+            assert 'has no secret key' in str(info.value)
         assert sorted(os.listdir(str(tmp_path))) == before
         assert sorted(os.listdir(str(tmp_path / 'clientlist'))) == [
             'key', 'metadata', 'userkeys']
