@@ -15,12 +15,15 @@ class BackupProgress:
     """Counters of one backup run, plus hooks for the command.
 
     `on_error(text)` receives each per-file error line (for stderr);
+    `on_notice(text)` each informational line (the notify channel);
     `on_change(progress)` is called after counters change (the display
-    throttles itself).  Both are optional.
+    throttles itself).  All are optional.
     """
 
-    def __init__(self, on_error=None, on_change=None, clock=time.time):
+    def __init__(self, on_error=None, on_change=None, clock=time.time,
+                 on_notice=None):
         self.on_error = on_error
+        self.on_notice = on_notice
         self.on_change = on_change
         self.clock = clock
         self.started = clock()
@@ -71,6 +74,14 @@ class BackupProgress:
         logging.error('%s', text)
         if self.on_error:
             self.on_error(text)
+
+    def notice(self, path, text):
+        """Something a person should know about a file that is no error
+        (it is backed up, but not all of it can be)."""
+        line = '%s: %s' % (_show(path), text)
+        logging.warning('%s', line)
+        if self.on_notice:
+            self.on_notice(line)
 
     def general_error(self, error):
         """An error not tied to one file (a bad exclude pattern)."""

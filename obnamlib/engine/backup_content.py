@@ -10,6 +10,7 @@ system become per-file errors (as_obnam_error), raised as LiveFileError.
 import errno
 import hashlib
 import os
+import stat as stat_module
 
 import obnamlib.engine.chunker
 import obnamlib.errors
@@ -32,6 +33,15 @@ class LiveFileError(Exception):
     def __init__(self, error):
         super().__init__(str(error))
         self.error = error
+
+
+def scanned_size(st):
+    """What a file adds to its generation's byte total (GEN_TOTAL_DATA),
+    as Obnam 1.x counted: a regular file's size and a symlink's target
+    length; nothing for directories and special files."""
+    if stat_module.S_ISREG(st.st_mode) or stat_module.S_ISLNK(st.st_mode):
+        return st.st_size
+    return 0
 
 
 def as_obnam_error(error, path, io=False):
@@ -98,13 +108,9 @@ class FileContent:
         return result
 
     def _read(self, path, st):
-        if st.st_size == 0:
-            # Nothing to read: an empty file has no chunks (format-6 §7.2.2).
-            try:
-                self.fake_failure(path)
-            except OSError as e:
-                raise LiveFileError(as_obnam_error(e, path, io=True))
-            return [], EMPTY_MD5
+        """Every file is opened, also an empty one: Obnam 1.x reported an
+        unreadable empty file, and one that grew since it was listed is
+        changed (an empty file has no chunks, format-6 §7.2.2)."""
         try:
             self.fake_failure(path)
             f = self.fs.open_read(path)

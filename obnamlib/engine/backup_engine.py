@@ -65,6 +65,14 @@ FILE_BATCH = 64
 FILE_BATCH_BYTES = 8 * 1024 * 1024
 
 _S_ISREG = stat_module.S_ISREG
+_S_ISCHR = stat_module.S_ISCHR
+_S_ISBLK = stat_module.S_ISBLK
+
+# Format 6 keeps no st_rdev: Obnam 1.x restored device nodes as 0:0
+# without a word.
+DEVICE_NUMBER_LOST = ('a device node: repository format 6 keeps no device '
+                      'number, so it is restored as 0:0 (make it again '
+                      'with mknod)')
 _S_ISDIR = stat_module.S_ISDIR
 _PLACEHOLDER_DIR = obnamlib.repo.metadata.Metadata(
     st_mode=stat_module.S_IFDIR | 0o777)
@@ -371,7 +379,7 @@ class BackupEngine:
 
     def _backup_nondir(self, path, st, examined=None):
         is_reg = _S_ISREG(st.st_mode)
-        self.progress.found(path, st.st_size if is_reg else 0)
+        self.progress.found(path, backup_content.scanned_size(st))
         md, old = examined or self._examine(path, st)
         if md is None:
             self.progress.error(path, as_obnam_error(old, path),
@@ -379,6 +387,8 @@ class BackupEngine:
             return
         if is_unchanged(old, md):
             return
+        if _S_ISCHR(st.st_mode) or _S_ISBLK(st.st_mode):
+            self.progress.notice(path, DEVICE_NUMBER_LOST)
         if is_reg:
             try:
                 chunk_ids, md5 = self.content.store(path, st)

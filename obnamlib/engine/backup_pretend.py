@@ -6,7 +6,7 @@ import stat as stat_module
 import obnamlib.errors
 import obnamlib.engine.walker as walker
 from obnamlib.engine.backup_compare import unchanged
-from obnamlib.engine.backup_content import as_obnam_error
+from obnamlib.engine.backup_content import as_obnam_error, scanned_size
 
 _S_ISREG = stat_module.S_ISREG
 
@@ -51,7 +51,7 @@ class PretendRun:
 
     def _pretend_one(self, gen, path, st):
         is_reg = _S_ISREG(st.st_mode)
-        self.progress.found(path, st.st_size if is_reg else 0)
+        self.progress.found(path, scanned_size(st))
         try:
             md = self.metadata_reader.read(path, st)
         except (OSError, obnamlib.errors.ObnamError) as e:

@@ -68,10 +68,12 @@ class MetadataReader:
         return md
 
     def read_xattrs(self, path):
-        """[(name, value)] sorted by name; an attribute that vanished
-        between listing and reading is left out."""
+        """[(name, value)] in the order the filesystem lists them, as
+        Obnam 1.x stored them (so verify across the two tools agrees);
+        an attribute that vanished between listing and reading is left
+        out."""
         pairs = []
-        for name in sorted(self.fs.llistxattr(path)):
+        for name in self.fs.llistxattr(path):
             try:
                 pairs.append((name, self.fs.lgetxattr(path, name)))
             except obnamlib.errors.ObnamError as e:

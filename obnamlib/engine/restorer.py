@@ -300,6 +300,11 @@ class Restorer:
             self.fs.symlink(md.target or b'', dest)
         elif kind in _DEVICE_OR_SPECIAL:
             self.fs.mknod(dest, md.st_mode, 0)
+            if kind in (stat.S_IFCHR, stat.S_IFBLK):
+                self.reporter.notify('%s: restored as device 0:0: repository '
+                                     'format 6 keeps no device number (make '
+                                     'it again with mknod)'
+                                     % os.fsdecode(path))
         else:
             self.reporter.notify('Unknown file type: %s (%o)' %
                                  (os.fsdecode(path), md.st_mode))

@@ -62,7 +62,8 @@ class BackupPlugin(obnamlib.cli.plugin.ObnamPlugin):
         fs, paths = open_live_fs(roots, settings)
         display = ProgressDisplay(self.app.ui.progress())
         progress = backup_progress.BackupProgress(
-            on_error=self.app.ui.error, on_change=display.update)
+            on_error=self.app.ui.error, on_change=display.update,
+            on_notice=self.app.ui.notify)
         excluder = obnamlib.engine.pathname_excluder.from_settings(settings)
         for error in excluder.errors:
             progress.general_error(error)

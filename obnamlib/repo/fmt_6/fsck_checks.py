@@ -135,9 +135,10 @@ class Fmt6Checker:
     def _check_forest(self, dirname, key_size):
         if not self.repo.fs.isdir(dirname):
             return []
+        # Node sizes are judged by the forest's own (stored) node size,
+        # as Obnam 1.x did, not by this run's --node-size.
         return larch.fsck.check_forest(dirname, vfs=self.repo.fs,
                                        key_size=key_size, fix=self.fix,
-                                       node_size=self.repo.node_size,
                                        reader=self._reader_of(dirname))
 
     def _reader_of(self, dirname):

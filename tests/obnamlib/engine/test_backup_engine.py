@@ -503,6 +503,70 @@ def test_unreadable_file_and_directory_codes(tmp_path):
         "%s/unreadable-file: 13: Permission denied" % (live, live)])
 
 
+class Unreadable(Counting):
+    """The live file system, where opening one path is refused (as for
+    a file root cannot read: tests here run as root)."""
+
+    def __init__(self, fs, refused):
+        super().__init__(fs)
+        self.refused = refused
+
+    def open_read(self, path):
+        if path == self.refused:
+            raise OSError(errno.EACCES, os.strerror(errno.EACCES), path)
+        return super().open_read(path)
+
+
+def test_an_unreadable_empty_file_is_reported_like_any_other(tmp_path):
+    """Obnam 1.x opened every file, so an empty one it could not read was
+    an error; a readable empty one is opened too and has no chunks."""
+    live = tmp_path / 'live'
+    live.mkdir()
+    (live / 'empty').write_bytes(b'')
+    (live / 'also-empty').write_bytes(b'')
+    refused = os.fsencode(str(live / 'empty'))
+    fs = Unreadable(live_fs(), refused)
+    progress = backup(tmp_path / 'repo', [live], fs=fs)
+    assert progress.error_lines == [
+        "ERROR: Can't back up %s/empty: RCE08AX: I/O error: %s/empty: 13: "
+        "Permission denied" % (live, live)]
+    assert fs.opened == [os.fsencode(str(live / 'also-empty'))]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='only root makes devices')
+def test_a_device_node_is_backed_up_with_a_notice(tmp_path):
+    live = tmp_path / 'live'
+    live.mkdir()
+    os.mknod(live / 'null', stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    repo, storage = open_repository(str(tmp_path / 'repo'))
+    notices = []
+    progress = backup_progress.BackupProgress(on_notice=notices.append)
+    backup_engine.BackupEngine(
+        repo, live_fs(), backup_engine.BackupOptions('host'), progress,
+        repo_io=storage).run([os.fsencode(str(live))])
+    assert notices == [
+        '%s/null: a device node: repository format 6 keeps no device '
+        'number, so it is restored as 0:0 (make it again with mknod)' % live]
+    gen = reopen(tmp_path / 'repo').get_generation_ids('host')[-1]
+    md = reopen(tmp_path / 'repo').get_metadata(
+        gen, os.fsencode(str(live / 'null')))
+    assert stat.S_ISCHR(md.st_mode) and progress.errors == []
+
+
+def test_a_symlink_counts_its_target_length_in_the_total(tmp_path):
+    """GEN_TOTAL_DATA counts file sizes and symlink target lengths, as
+    Obnam 1.x did; directories and special files add nothing."""
+    live = tmp_path / 'live'
+    live.mkdir()
+    (live / 'f').write_bytes(b'12345')
+    os.symlink('a' * 17, live / 'l')
+    os.mkfifo(live / 'p')
+    backup(tmp_path / 'repo', [live])
+    repo = reopen(tmp_path / 'repo')
+    gen = repo.get_generation_ids('host')[-1]
+    assert repo.get_generation_key(gen, ri.GEN_TOTAL_DATA) == 5 + 17
+
+
 class FailingWrites:
     """Repository storage that runs out of space after some bytes."""
 

@@ -201,3 +201,24 @@ def test_without_a_terminal_output_is_only_the_summary(small_repo):
     assert result.stdout.startswith(b'fsck checked 1 client(s), '
                                     b'1 generation(s), ')
     assert result.stdout.endswith(b': no problems\n')
+
+
+def test_node_sizes_are_judged_by_the_forests_own_node_size(tmp_path):
+    """A repository written with bigger nodes than this run's --node-size
+    is clean (Obnam 1.x judged by the forest's stored node size)."""
+    live = tmp_path / 'live'
+    live.mkdir()
+    for i in range(300):
+        (live / ('file-with-a-long-name-%04d' % i)).write_bytes(b'%d' % i)
+    repo = tmp_path / 'repo'
+    backup = subprocess.run(
+        [OBNAM, '--no-default-configs', '-r', str(repo), '--log', 'none',
+         '--node-size=65536', 'backup', str(live)], capture_output=True)
+    assert backup.returncode == 0, backup.stderr
+    biggest = max(os.path.getsize(os.path.join(d, n))
+                  for d, _, names in os.walk(repo) for n in names
+                  if os.sep + 'nodes' + os.sep in os.path.join(d, n))
+    assert biggest > 4096
+    result = fsck(repo, str(tmp_path), '--node-size=4096')
+    assert (result.returncode, result.stderr) == (0, b'')
+    assert result.stdout.endswith(b': no problems\n')
