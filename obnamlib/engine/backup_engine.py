@@ -185,7 +185,7 @@ class BackupEngine:
         """Back up the roots (absolute bytes paths).  Returns the progress;
         per-file errors are in progress.errors (the caller raises
         BackupErrors)."""
-        root_stats = self._check_roots(roots)
+        root_stats = check_roots(self.fs, roots)
         if self.options.pretend:
             return backup_pretend.PretendRun(
                 self.repo, self.fs, self.options, self.progress,
@@ -210,29 +210,6 @@ class BackupEngine:
         self.commits.report_io()
         self.progress.finish()
         return self.progress
-
-    def _check_roots(self, roots):
-        """lstat of each root; R79ED6X if one is missing or is a symlink
-        to a directory (storing just the link is never what was meant)."""
-        stats = []
-        for root in roots:
-            try:
-                st = self.fs.lstat(root)
-            except (OSError, obnamlib.errors.ObnamError) as e:
-                obnamlib.errors.reraise_fatal(e)
-                raise BackupRootDoesNotExist(root=root)
-            if stat_module.S_ISLNK(st.st_mode) and self._lists(root):
-                raise BackupRootDoesNotExist(root=root)
-            stats.append(st)
-        return stats
-
-    def _lists(self, path):
-        try:
-            self.fs.scandir(path)
-        except (OSError, obnamlib.errors.ObnamError) as e:
-            obnamlib.errors.reraise_fatal(e)
-            return False
-        return True
 
     # --- dropping what is no longer backed up (§6.1 step 5) -------------
 
@@ -412,3 +389,30 @@ class BackupEngine:
             return self.repo.get_metadata(self.commits.gen, path)
         except obnamlib.errors.RepositoryFileDoesNotExistInGeneration:
             return None
+
+
+def check_roots(fs, roots):
+    """lstat of each root; R79ED6X if one is missing or is a symlink to a
+    directory (storing just the link is never what was meant).  The
+    command checks before it opens (maybe creates) the repository, so a
+    mistyped root leaves no new repository behind."""
+    stats = []
+    for root in roots:
+        try:
+            st = fs.lstat(root)
+        except (OSError, obnamlib.errors.ObnamError) as e:
+            obnamlib.errors.reraise_fatal(e)
+            raise BackupRootDoesNotExist(root=root)
+        if stat_module.S_ISLNK(st.st_mode) and _lists(fs, root):
+            raise BackupRootDoesNotExist(root=root)
+        stats.append(st)
+    return stats
+
+
+def _lists(fs, path):
+    try:
+        fs.scandir(path)
+    except (OSError, obnamlib.errors.ObnamError) as e:
+        obnamlib.errors.reraise_fatal(e)
+        return False
+    return True

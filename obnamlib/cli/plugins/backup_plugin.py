@@ -81,6 +81,7 @@ class BackupPlugin(obnamlib.cli.plugin.ObnamPlugin):
             raise backup_engine.BackupErrors()
 
     def _run(self, fs, options, progress, paths):
+        backup_engine.check_roots(fs, paths)
         progress.what('connecting to repository')
         opened = False
         try:

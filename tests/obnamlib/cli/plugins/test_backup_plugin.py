@@ -122,12 +122,13 @@ def test_missing_repository_setting_is_R01F56X(tmp_path, live):
     assert result.stderr.decode().startswith('ERROR: R01F56X: No --repository')
 
 
-def test_nonexistent_root_is_R79ED6X(tmp_path):
+def test_nonexistent_root_is_R79ED6X_before_a_repository_is_made(tmp_path):
     result = obnam(tmp_path, repo_arg(tmp_path), 'backup', tmp_path / 'nope')
     assert result.returncode == 1
-    assert result.stderr.decode() == created(tmp_path / 'repo') + (
+    assert result.stderr.decode() == (
         'ERROR: R79ED6X: Backup root does not exist or is not a directory: '
         '%s\n' % (tmp_path / 'nope'))
+    assert not (tmp_path / 'repo').exists()
 
 
 def test_file_errors_go_to_stderr_and_exit_1_but_commit(tmp_path, live):
