@@ -205,12 +205,24 @@ class LockManager:
         return self.location.rstrip('/') + '/' + path
 
     def break_lock(self, dirname):
-        """Remove a lock whoever holds it (force-lock)."""
+        """Remove a lock whoever holds it (force-lock), and the tokens of
+        stale-lock breakers that died beside it."""
         self.held.discard(dirname)
         try:
             self.fs.unlock(lock_path(dirname))
         except FileNotFoundError:
             pass
+        for token in self._tokens(dirname):
+            self._remove_quietly(token)
+
+    def _tokens(self, dirname):
+        top = '' if dirname in ('', '.') else dirname + '/'
+        try:
+            names = self.fs.listdir(dirname if top else '.')
+        except FileNotFoundError:
+            return []
+        return [top + name for name in names
+                if name.startswith(TOKEN_PREFIX)]
 
 
 def _timeout_reason(holder):

@@ -7,6 +7,7 @@ import pytest
 
 from obnamlib import errors
 from obnamlib.vfs.local import LocalFS as PlainLocalStorage
+from obnamlib.repo.storage import lockmgr
 from obnamlib.repo.storage.lockmgr import LockManager, lock_path
 
 
@@ -110,6 +111,18 @@ def test_locks_taken_in_bytewise_sorted_order(tmp_path):
     m.lock(['chunksums', 'chunks', '123', '.', 'chunklist'])
     assert order == ['lock', '123/lock', 'chunklist/lock', 'chunks/lock',
                      'chunksums/lock']
+
+
+def test_break_lock_removes_tokens_dead_breakers_left(fs, tmp_path):
+    (tmp_path / 'd').mkdir()
+    for name in ('d/lock', 'd/' + lockmgr.TOKEN_PREFIX + 'ab12',
+                 lockmgr.TOKEN_PREFIX + 'cd34', 'd/other'):
+        (tmp_path / name).write_bytes(b'x')
+    manager(fs).break_lock('d')
+    assert sorted(os.listdir(tmp_path / 'd')) == ['other']
+    manager(fs).break_lock('.')
+    assert sorted(os.listdir(tmp_path)) == ['d']
+    manager(fs).break_lock('missing')     # no directory: no error
 
 
 def test_break_lock_removes_someone_elses(fs, tmp_path):
