@@ -4,18 +4,18 @@ to filtered files at the read/write boundary (format-6.md §3).
 
 Nothing above this layer knows about filters or encryption.  Files that are
 never filtered (`metadata/format`, `key`, `userkeys`, `lock`) pass through
-unchanged; the toplevel (first path component) chooses the key.
+unchanged; the toplevel (first path component) chooses the key.  Which
+files are filtered, and with which key, is content_filter's; the cipher
+process of an encrypted local repository is second_process's.
 """
 
 import threading
 
 from obnamlib.crypto import cipher_process
 from obnamlib import errors
-from obnamlib.repo.storage import filters
+from obnamlib.repo.storage import content_filter, filters, second_process
+from obnamlib.repo.storage.content_filter import is_filtered
 from obnamlib.vfs import base as vfs_base
-
-UNFILTERED_PATHS = ('metadata/format',)
-UNFILTERED_NAMES = ('key', 'userkeys', 'lock')
 
 # Files asked for ahead that are read in line, while the helper process
 # that reads the rest boots (read_ahead).
@@ -23,31 +23,6 @@ READ_AHEAD_AFTER = 64
 
 # The base's capabilities that hold for RepositoryFS too.
 _PASSED_ON = frozenset({vfs_base.READS_IN_BATCHES})
-
-
-def normalise(path):
-    return '/'.join(part for part in path.split('/') if part not in ('', '.'))
-
-
-def is_filtered(path, format5=False):
-    path = normalise(path)
-    if path in UNFILTERED_PATHS and not format5:
-        return False
-    return path.rsplit('/', 1)[-1] not in UNFILTERED_NAMES
-
-
-def toplevel_of(path):
-    return normalise(path).split('/', 1)[0]
-
-
-class Format5IsReadOnly(errors.ObnamError):
-    code = 'RC71AAX'
-    msg = 'Repository format 5 can be read but not written'
-
-
-def default_cipher():
-    from obnamlib.crypto import openpgp
-    return openpgp.SymmetricCipher()
 
 
 class RepositoryFS(vfs_base.Storage):
@@ -76,18 +51,12 @@ class RepositoryFS(vfs_base.Storage):
     def __init__(self, base, compress=False, keys=None, cipher=None,
                  format5=False):
         self.base = vfs_base.as_storage(base)
-        self.format5 = format5
-        self.compress = compress
-        self.keys = keys
-        self._cipher = cipher
-        self._prepared = set()
-        self._lock = threading.Lock()
+        self._filter = content_filter.ContentFilter(
+            compress=compress, keys=keys, cipher=cipher, format5=format5)
+        self._second = second_process.SecondProcess(self.base, keys)
         self._count_lock = threading.Lock()
         self._behind = None       # see write_behind
         self._sealing = False     # see seal_behind
-        self._process = None      # cipher_process.CipherProcess, if used
-        self._ahead_asked = 0
-        self._keyless = set()     # toplevels whose key read_ahead lacked
         self.bytes_read = 0
         self.bytes_written = 0
 
@@ -95,21 +64,35 @@ class RepositoryFS(vfs_base.Storage):
         return 'RepositoryFS(%r)' % (self.base,)
 
     @property
+    def compress(self):
+        return self._filter.compress
+
+    @property
+    def keys(self):
+        return self._filter.keys
+
+    @property
+    def format5(self):
+        return self._filter.format5
+
+    @property
     def cipher(self):
-        if self._cipher is None:
-            self._cipher = default_cipher()
-        return self._cipher
+        return self._filter.cipher
+
+    @property
+    def _process(self):
+        """The cipher process, None until first used (or after close)."""
+        return self._second.process
 
     # --- filtered content -------------------------------------------------
 
     def read_file(self, path):
-        if self._process is not None:
-            got = self._process.take(path)
-            if got is not None:
-                data, stored_size = got
-                self.bytes_read += stored_size
-                return data
-        return self._unwrap(path, self.read_raw(path))
+        got = self._second.take(path)
+        if got is not None:
+            data, stored_size = got
+            self.bytes_read += stored_size
+            return data
+        return self._filter.unwrap(path, self.read_raw(path))
 
     @property
     def capabilities(self):
@@ -125,33 +108,16 @@ class RepositoryFS(vfs_base.Storage):
             return [self.read_file(path) for path in paths]
         raw = self.base.read_files(list(paths))
         self.bytes_read += sum(len(data) for data in raw)
-        return [self._unwrap(path, data) for path, data in zip(paths, raw)]
-
-    def _unwrap(self, path, data):
-        """The tag chain undone (one code path for every read)."""
-        if not is_filtered(path, self.format5):
-            return data
-        if self.format5:
-            return filters.unwrap_format5(data, self._format5_decryptor(path),
-                                          filename=path)
-        return filters.unwrap(data, self._decryptor(path), filename=path)
-
-    def _format5_decryptor(self, path):
-        """Format 5 has no tags: decrypt exactly when the toplevel has a key."""
-        if self.keys is None:
-            return None
-        passphrase = self.keys.symmetric_key(toplevel_of(path))
-        if passphrase is None:
-            return None
-        return lambda data: self.cipher.decrypt(data, passphrase)
+        return [self._filter.unwrap(path, data)
+                for path, data in zip(paths, raw)]
 
     def write_file(self, path, data):
-        self.write_raw(path, self._wrap_for(path, data))
+        self.write_raw(path, self._filter.wrap(path, data))
 
     def create_file(self, path, data):
         """Exclusive create (chunk files); FileExistsError if present."""
         if not self._seal_behind(path, data):
-            self._create_raw(path, self._wrap_for(path, data))
+            self._create_raw(path, self._filter.wrap(path, data))
 
     def _seal_behind(self, path, data):
         """Leave a create's encryption to the writer (see seal_behind):
@@ -159,7 +125,7 @@ class RepositoryFS(vfs_base.Storage):
         False if the writer or file do not allow it."""
         if not self._sealing or not is_filtered(path):
             return False
-        passphrase = self._write_passphrase(path)
+        passphrase = self._filter.write_passphrase(path)
         if passphrase is None:
             return False
         parts = filters.unencrypted_parts(data, self.compress)
@@ -191,9 +157,7 @@ class RepositoryFS(vfs_base.Storage):
 
     def seal_helper(self):
         """The second process, started when first used."""
-        if self._process is None:
-            self._process = cipher_process.CipherProcess(self.base.root)
-        return self._process
+        return self._second.helper()
 
     def expect_reads(self):
         """A hint: many files will be read (fsck, restore, verify).  An
@@ -208,39 +172,8 @@ class RepositoryFS(vfs_base.Storage):
         Until the helper has booted, the first READ_AHEAD_AFTER files are
         left to read_file (a command that reads only a few files does not
         wait for it, and few are read before it has booted)."""
-        if not self._reads_ahead():
-            return
-        paths = [path for path in paths if is_filtered(path)]
-        booted = self._process is not None and self._process.ready()
-        in_line = 0 if booted else max(0, READ_AHEAD_AFTER - self._ahead_asked)
-        self._ahead_asked += len(paths)
-        if not booted and self._ahead_asked <= READ_AHEAD_AFTER // 2:
-            return      # so few so far that the helper may never be needed
-        helper = self.seal_helper()
-        helper.start()
-        paths = paths[in_line:]
-        wanted = []
-        for path in paths:
-            passphrase = self._read_ahead_key(path)
-            if passphrase is None:
-                break
-            wanted.append((path, passphrase))
-        helper.read_ahead(wanted)
-
-    def _read_ahead_key(self, path):
-        """The key to read `path` ahead with, or None.  Reading ahead is a
-        hint: a key that cannot be had is not its error to report, but
-        that of the read_file that follows (fsck counts it as a problem
-        of that file; a restore names the file).  Nor is it tried again
-        for a hint: each try may be a gpg run, and every read tries."""
-        toplevel = toplevel_of(path)
-        if toplevel in self._keyless:
-            return None
-        try:
-            return self.keys.symmetric_key(toplevel)
-        except errors.ObnamError:
-            self._keyless.add(toplevel)
-            return None
+        if self._reads_ahead():
+            self._second.read_ahead(paths, READ_AHEAD_AFTER)
 
     def _reads_ahead(self):
         """An encrypted repository on a local disk (format 6)."""
@@ -272,49 +205,6 @@ class RepositoryFS(vfs_base.Storage):
         (fmt_6.chunk_writer); None: create at once again."""
         self._behind = writer
         self._sealing = False
-
-    def _wrap_for(self, path, data):
-        if self.format5:
-            raise Format5IsReadOnly()
-        if not is_filtered(path):
-            return data
-        return filters.wrap(data, self.compress, self._encryptor(path))
-
-    def _encryptor(self, path):
-        passphrase = self._write_passphrase(path)
-        if passphrase is None:
-            return None
-        return lambda data: self.cipher.encrypt(data, passphrase)
-
-    def _write_passphrase(self, path):
-        """The key to encrypt a new file with (None: unencrypted), after
-        its toplevel's key files exist."""
-        if self.keys is None:
-            return None
-        toplevel = toplevel_of(path)
-        self._prepare(toplevel)
-        return self.keys.symmetric_key(toplevel)
-
-    def _decryptor(self, path):
-        if self.keys is None:
-            return None
-        toplevel = toplevel_of(path)
-
-        def decrypt(data):
-            passphrase = self.keys.symmetric_key(toplevel)
-            if passphrase is None:
-                raise filters.EncryptedFileWithoutKey(filename=path)
-            return self.cipher.decrypt_view(data, passphrase)
-        return decrypt
-
-    def _prepare(self, toplevel):
-        """Let the keys create key/userkeys once per toplevel (§10.1)."""
-        if toplevel in self._prepared:
-            return
-        with self._lock:
-            if toplevel not in self._prepared:
-                self.keys.prepare_toplevel(toplevel)
-                self._prepared.add(toplevel)
 
     # --- raw content -------------------------------------------------------
 
@@ -408,7 +298,5 @@ class RepositoryFS(vfs_base.Storage):
     def close(self):
         if self.keys is not None:
             self.keys.close()
-        if self._process is not None:
-            self._process.close()
-            self._process = None
+        self._second.close()
         self.base.close()

@@ -7,7 +7,7 @@ from obnamlib import larch
 import obnamlib.larch.vfs
 import obnamlib.vfs.local
 from obnamlib import errors
-from obnamlib.repo.storage import filters, repo_fs
+from obnamlib.repo.storage import content_filter, filters, repo_fs
 from obnamlib.repo.storage.key_store import KeyStore
 from tests.obnamlib.repo.storage.test_filters import XorCipher
 from tests.gpg_fixture import plain_gpg_home  # noqa: F401
@@ -201,7 +201,7 @@ def test_format5_reference_repository_reads(tmp_path):
         fs = repo_fs.RepositoryFS(base, keys=keys, format5=True)
         assert fs.read_file('metadata/format') == b'5\n'
         assert fs.read_file('clientlist/metadata').startswith(b'[metadata]')
-        with pytest.raises(repo_fs.Format5IsReadOnly):
+        with pytest.raises(content_filter.Format5IsReadOnly):
             fs.write_file('clientlist/x', b'')
         repo = RepositoryFormat6(fs)
         assert repo.get_client_names() == ['rainyday']

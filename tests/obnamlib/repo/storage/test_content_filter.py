@@ -1,0 +1,52 @@
+"""ContentFilter and SecondProcess on their own, without a RepositoryFS
+(test_repo_fs and test_cipher_process test them through it)."""
+
+import pytest
+
+from obnamlib.repo.storage import content_filter, second_process
+from tests.obnamlib.repo.storage.test_filters import XorCipher
+from tests.obnamlib.repo.storage.test_repo_fs import PassphraseTable
+
+
+@pytest.mark.parametrize('path, filtered, toplevel', [
+    ('chunks/0/0/0/1', True, 'chunks'),
+    ('./clientlist//metadata', True, 'clientlist'),
+    ('metadata/format', False, 'metadata'),
+    ('123/key', False, '123'),
+    ('chunks/userkeys', False, 'chunks'),
+    ('lock', False, 'lock'),
+])
+def test_which_files_are_filtered_and_their_toplevel(path, filtered,
+                                                     toplevel):
+    assert content_filter.is_filtered(path) == filtered
+    assert content_filter.toplevel_of(path) == toplevel
+
+
+def test_format5_filters_its_format_file():
+    assert content_filter.is_filtered('metadata/format', format5=True)
+
+
+def test_wrap_encrypts_with_the_toplevels_key_prepared_once():
+    keys = PassphraseTable({'chunks': 'k1'})
+    chain = content_filter.ContentFilter(keys=keys, cipher=XorCipher())
+    first = chain.wrap('chunks/1', b'one')
+    second = chain.wrap('chunks/2', b'two')
+    assert first.startswith(b'encrypt1\0') and first.endswith(b'k1')
+    assert keys.prepared == ['chunks']
+    assert chain.unwrap('chunks/2', second) == b'two'
+    assert chain.wrap('chunks/key', b'k') == b'k'
+
+
+def test_format5_is_never_wrapped():
+    chain = content_filter.ContentFilter(format5=True)
+    with pytest.raises(content_filter.Format5IsReadOnly):
+        chain.wrap('metadata/format', b'5\n')
+
+
+def test_a_few_files_asked_ahead_start_no_process():
+    second = second_process.SecondProcess(base=None,
+                                          keys=PassphraseTable({}))
+    second.read_ahead(['chunks/1', 'chunks/2'], in_line_limit=64)
+    assert second.process is None
+    assert second.take('chunks/1') is None
+    second.close()
