@@ -34,30 +34,42 @@ class NullProgress:
 class TerminalProgress(NullProgress):
     """A status line on /dev/tty via ttystatus, redrawn at most every 0.1 s.
 
-    ttystatus's own clear() also forgets its widgets, so clearing sets the
-    display up again, keeping the last text for the next redraw.
+    clear() hides the line until the next status(); finish() leaves the
+    last state on the screen only if nothing was written since it was
+    drawn (the summary a command prints is the last thing on the
+    terminal), and after it nothing is drawn again.
     """
 
     FORMAT = '%String(status)'
 
     def __init__(self, ttystatus_module):
         self._ts = ttystatus_module.TerminalStatus(period=0.1)
-        self._text = ''
         self._ts.format(self.FORMAT)
-        self._ts['status'] = ''
+        self._shown = False     # a text set since the last clear()
+        self._finished = False
 
     def status(self, text):
-        self._text = text
+        if self._finished:
+            return
+        hidden = not self._shown
+        self._shown = bool(text)
         self._ts['status'] = text
+        if hidden and text:     # the first text after a clear: at once
+            self._ts.flush()
 
     def clear(self):
-        self._ts.clear()
-        self._ts.format(self.FORMAT)
-        self._ts['status'] = self._text
+        if self._finished:
+            return
+        self._ts.hide()
+        self._shown = False
 
     def finish(self):
-        self._ts.flush()
-        self._ts.finish()
+        if self._finished:
+            return
+        self._finished = True
+        if self._shown:
+            self._ts.flush()
+            self._ts.finish()
 
 
 class StatusLine(NullProgress):
@@ -67,7 +79,9 @@ class StatusLine(NullProgress):
     width less one column (so the cursor never wraps), control characters
     dropped.  clear() erases the line; finish() draws the last text once
     more and ends the line, as ttystatus does, so the run's last state
-    stays on the screen.
+    stays on the screen, unless a message was written since (clear()
+    forgets the text: a command's summary stays the last thing on the
+    terminal).
 
     `fd` is open for writing on the terminal; finish() closes it.  `clock`
     and `columns` are for tests.
@@ -97,6 +111,7 @@ class StatusLine(NullProgress):
         self._on_screen = not end
 
     def clear(self):
+        self._text = ''
         if self._on_screen:
             self._write(b'\r' + self.ERASE_TO_END)
             self._on_screen = False

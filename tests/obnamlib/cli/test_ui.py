@@ -253,21 +253,33 @@ from obnamlib.cli import ui
 u = ui.UserInterface(quiet=%r)
 p = u.progress()
 p.status(%r)
+%s
+print(type(p).__name__)
+'''
+
+# A message, then a result, then the end of the run.
+NOTICE_AND_RESULT = '''
 u.notify('a notice')
 u.output.write('a result\\n')
 u.close()
-print(type(p).__name__)
+'''
+
+# As restore and fsck end: the display finished, then the summary.
+FINISH_THEN_SUMMARY = '''
+p.finish()
+u.output.write('the summary\\n')
+%s
 '''
 
 
 def run_under_terminal(tmp_path, quiet, hide_ttystatus=False,
-                       text='scanning /some/where', columns=80):
+                       text='scanning /some/where', columns=80,
+                       steps=NOTICE_AND_RESULT):
     """Run a script with a pseudo-terminal as its controlling terminal and
     stdout redirected to a file: return (terminal bytes, stdout bytes)."""
-    import os
     from tests.terminal import run_on_terminal
     checkout = paths.CHECKOUT
-    script = PROGRESS_SCRIPT % (hide_ttystatus, checkout, quiet, text)
+    script = PROGRESS_SCRIPT % (hide_ttystatus, checkout, quiet, text, steps)
     terminal, written, _ = run_on_terminal(['-c', script], tmp_path,
                                            columns=columns, redirect=(1,))
     return terminal, written[1]
@@ -289,6 +301,32 @@ def test_progress_goes_to_the_terminal_only(tmp_path):
 
 
 @pytest.mark.timeout(60)
+def test_a_message_hides_the_line_for_good_when_nothing_follows(tmp_path):
+    """ttystatus: drawn once; the notice hides it; the end of the run
+    does not draw it again under the result."""
+    need_ttystatus()
+    terminal, _ = run_under_terminal(tmp_path, quiet=False)
+    assert terminal.count(b'scanning /some/where') == 1
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize('hide_ttystatus', [False, True])
+def test_nothing_is_drawn_after_a_finished_display(tmp_path, hide_ttystatus):
+    """restore and fsck finish the display, then print their summary: the
+    end of the run must not draw the line again under it."""
+    if not hide_ttystatus:
+        need_ttystatus()
+    ended = run_under_terminal(
+        tmp_path, quiet=False, hide_ttystatus=hide_ttystatus,
+        steps=FINISH_THEN_SUMMARY % 'u.close()')
+    finished = run_under_terminal(
+        tmp_path, quiet=False, hide_ttystatus=hide_ttystatus,
+        steps=FINISH_THEN_SUMMARY % '')
+    assert b'scanning /some/where' in finished[0]
+    assert ended == finished
+
+
+@pytest.mark.timeout(60)
 def test_quiet_run_draws_nothing_on_the_terminal(tmp_path):
     terminal, stdout = run_under_terminal(tmp_path, quiet=True)
     assert terminal == b''
@@ -299,9 +337,8 @@ def test_quiet_run_draws_nothing_on_the_terminal(tmp_path):
 def test_without_ttystatus_progress_goes_to_the_terminal_only(tmp_path):
     terminal, stdout = run_under_terminal(tmp_path, quiet=False,
                                           hide_ttystatus=True)
-    # drawn, erased before the notice, drawn again to stay at the end
-    assert terminal == (b'\rscanning /some/where\x1b[K\r\x1b[K'
-                        b'\rscanning /some/where\x1b[K\r\n')
+    # drawn, erased before the notice, and not drawn again under it
+    assert terminal == b'\rscanning /some/where\x1b[K\r\x1b[K'
     assert stdout == b'a notice\na result\nStatusLine\n'
 
 
@@ -310,8 +347,7 @@ def test_without_ttystatus_the_line_fits_the_terminal(tmp_path):
     terminal, _ = run_under_terminal(tmp_path, quiet=False,
                                      hide_ttystatus=True, columns=20,
                                      text='/a/rather/long/path/name/here')
-    assert terminal == (b'\r/a/rather/long/path\x1b[K\r\x1b[K'
-                        b'\r/a/rather/long/path\x1b[K\r\n')
+    assert terminal == b'\r/a/rather/long/path\x1b[K\r\x1b[K'
 
 
 @pytest.mark.timeout(60)
@@ -329,7 +365,8 @@ def test_without_ttystatus_or_terminal_nothing_is_drawn(tmp_path):
     import subprocess
     import sys
     checkout = paths.CHECKOUT
-    script = PROGRESS_SCRIPT % (True, checkout, False, 'scanning')
+    script = PROGRESS_SCRIPT % (True, checkout, False, 'scanning',
+                                NOTICE_AND_RESULT)
     p = subprocess.run([sys.executable, '-c', script], capture_output=True,
                        start_new_session=True, stdin=subprocess.DEVNULL,
                        timeout=60)
