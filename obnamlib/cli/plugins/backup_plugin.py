@@ -52,7 +52,26 @@ class BackupPlugin(obnamlib.cli.plugin.ObnamPlugin):
                                 arg_synopsis='[DIRECTORY|URL]...')
 
     def backup(self, args):
-        """Backup data to repository"""
+        """Backup data to repository
+
+        Back up each DIRECTORY (and each --root) into the repository
+        named by --repository, as a new generation of this client
+        (--client-name, by default the host name).  A root may also be
+        an sftp:// URL of a directory on a server.  Files unchanged
+        since the previous generation are not read again, and data
+        already in the repository is not stored again.
+
+        A long backup commits a checkpoint generation every --checkpoint
+        bytes, so an interrupted run loses little: the next run does not
+        upload that data again.  Use --exclude, --exclude-from, --include,
+        --exclude-caches and --one-file-system to choose what is backed
+        up, --pretend to see what would be, and forget --keep afterwards
+        to remove old generations.
+
+        The exit code is 0 when everything was backed up, and 1 when
+        some files could not be (each is reported on stderr) or when the
+        backup failed.
+        """
         settings = self.app.settings
         if not settings['repository']:
             raise obnamlib.errors.RepositorySettingMissingError()

@@ -27,7 +27,13 @@ class ForgetPlugin(plugin.ObnamPlugin):
 
     def enable(self):
         self.app.settings.string(['keep'], 'policy for what generations to '
-                                 'keep when forgetting', metavar='POLICY')
+                                 'keep when forgetting: comma-separated '
+                                 'rules COUNT followed by h (hourly), d '
+                                 '(daily), w (weekly), m (monthly) or y '
+                                 '(yearly), each keeping the newest '
+                                 'generation of each of the last COUNT such '
+                                 'periods that have one; for example '
+                                 '"24h,14d,8w,12m,10y"', metavar='POLICY')
         self.app.add_subcommand('forget', self.forget,
                                 arg_synopsis='[GENERATION]...')
 
