@@ -134,10 +134,10 @@ class Application:
             name, self.cmd_synopsis.get(name) or '')
 
     def usage_text(self):
-        """One usage line per subcommand; hidden ones are listed too, as
-        Obnam 1.x listed them (cli.md §1.2)."""
+        """One usage line per subcommand, hidden ones (test aids) left out
+        (Obnam 1.x listed them: cli.md §1.2); `help-all` names them."""
         lines = []
-        for name in sorted(self.subcommands):
+        for name in sorted(set(self.subcommands) - self.hidden_subcommands):
             prefix = 'Usage:' if not lines else ' ' * len('Usage:')
             lines.append('%s %%prog [options] %s %s' % (
                 prefix, name, self.cmd_synopsis.get(name) or ''))

@@ -28,8 +28,8 @@ from obnamlib import errors
 
 LOG_GROUP = 'Logging'
 CONFIG_GROUP = 'Configuration files and settings'
-# Spelled as Obnam 1.x's framework spelled it: users see it in --help.
-FRAMEWORK_PERF_GROUP = 'Peformance'
+# Obnam 1.x's framework (cliapp) misspelt it 'Peformance' (#28).
+FRAMEWORK_PERF_GROUP = 'Performance'
 ALWAYS_PRESENT_GROUPS = (LOG_GROUP, CONFIG_GROUP, FRAMEWORK_PERF_GROUP)
 
 

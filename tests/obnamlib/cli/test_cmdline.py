@@ -115,7 +115,7 @@ def test_help_and_help_all(monkeypatch, capsys):
     assert '  -r URL, --repository=URL\n' in text
     assert '  --lock-timeout=N      wait N (default 60)\n' in text
     assert '\n  Backing up:\n    --exclude=REGEXP    skip REGEXP\n' in text
-    assert '\n  Peformance:\n' in text
+    assert '\n  Performance:\n' in text
     assert '--quiet' not in text
     assert '--quiet' in cl.help_text(all_options=True)
     with pytest.raises(SystemExit):
