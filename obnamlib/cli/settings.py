@@ -57,7 +57,8 @@ class NotAChoice(Uncoded, errors.ObnamError):
     msg = '{filename}: {name} = {value} is not one of {choices}'
 
 
-class RequiredSettingMissing(Uncoded, errors.ObnamError):
+class RequiredSettingMissing(errors.ObnamError):
+    """Printed with its code (cliapp printed none, #28)."""
     code = 'R39951X'
     msg = 'Setting {name} has no value, but one is required'
 

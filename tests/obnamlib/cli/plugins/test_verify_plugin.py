@@ -62,11 +62,11 @@ def test_two_generations_is_R3B42AX(tmp_path, backed_up):
         b'ERROR: R3B42AX: verify must be given exactly one generation\n'
 
 
-def test_no_paths_and_no_root_setting(tmp_path, backed_up):
+def test_no_paths_and_no_root_setting_is_R39951X(tmp_path, backed_up):
     result = obnam(tmp_path, repo_arg(tmp_path), 'verify')
     assert result.returncode == 1
     assert result.stderr == \
-        b'ERROR: Setting root has no value, but one is required\n'
+        b'ERROR: R39951X: Setting root has no value, but one is required\n'
 
 
 # --- a damaged repository (issue 7) ----------------------------------------
