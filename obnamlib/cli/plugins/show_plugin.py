@@ -8,6 +8,8 @@ for them); the others write to --output.  Deliberate difference from
 prefix on stdout and the rest in the file).
 """
 
+import contextlib
+import logging
 import os
 import re
 
@@ -179,8 +181,9 @@ class ShowPlugin(plugin.ObnamPlugin):
         now = clock.now(settings)
         try:
             started = self.newest_start()
-        except (errors.ObnamSystemError, errors.ObnamIOError):
-            raise       # a missing repository is an error, not a state
+        except RepositoryUnopenable as e:
+            logging.error('%s', e.error)
+            return self.nagios('UNKNOWN: %s' % e.error.first_line(), 3)
         except errors.ObnamError as e:
             return self.nagios('CRITICAL: %s' % e.first_line(), 2)
         if started is None:
@@ -196,7 +199,11 @@ class ShowPlugin(plugin.ObnamPlugin):
             self.nagios('OK: backup is recent.  last backup was %s.' % when, 0)
 
     def newest_start(self):
-        with self.app.open_repository() as repo:
+        with contextlib.ExitStack() as stack:
+            try:
+                repo = stack.enter_context(self.app.open_repository())
+            except errors.ObnamError as e:
+                raise RepositoryUnopenable(e) from e
             self.require_client(repo)
             gen_ids = repo.get_generation_ids(self.client_name)
             if not gen_ids:
@@ -207,3 +214,13 @@ class ShowPlugin(plugin.ObnamPlugin):
     def nagios(self, line, exit_code):
         self.out(line)
         self.app.exit_code = exit_code
+
+
+class RepositoryUnopenable(Exception):
+    """The repository is missing or cannot be opened: nagios plugin
+    convention says UNKNOWN (exit 3), for the age cannot be known.  (An
+    unknown client stays CRITICAL, as in Obnam 1.x.)"""
+
+    def __init__(self, error):
+        super().__init__(str(error))
+        self.error = error

@@ -220,11 +220,23 @@ def test_nagios_without_backups_and_unknown_client(repo_path):
            '%s\n' % repo_path)
 
 
-def test_nagios_missing_repository_is_an_error(tmp_path):
+def test_nagios_missing_repository_is_unknown(tmp_path):
+    """Nagios plugin convention: exit 3, UNKNOWN (1.x: ERROR, exit 1,
+    which monitoring takes for WARNING)."""
     result = run(tmp_path / 'nope', 'nagios-last-backup-age')
-    assert result.returncode == 1
-    assert result.stderr.decode().startswith('ERROR: RD5FA4X: ')
-    assert result.stdout == b''
+    assert result.returncode == 3
+    assert result.stdout.decode() == (
+        'UNKNOWN: RD5FA4X: System error: %s: 2: No such file or '
+        'directory\n' % (tmp_path / 'nope'))
+    assert result.stderr == b''
+
+
+def test_nagios_directory_that_is_no_repository_is_unknown(tmp_path):
+    result = run(tmp_path, 'nagios-last-backup-age')
+    assert result.returncode == 3
+    assert result.stdout.decode() == (
+        'UNKNOWN: RA920EX: %s does not seem to be an Obnam repository\n'
+        % tmp_path)
 
 
 def test_nagios_bad_age(repo_path):
