@@ -21,6 +21,13 @@ class NoToError(errors.ObnamError):
     msg = 'The restore command wants a target set with --to'
 
 
+class RestoreToStdoutError(errors.ObnamError):
+    """`--to -` would quietly make a directory named `-` (#28)."""
+    code = 'RB0378X'
+    msg = ('restore --to - would make a directory named "-": restore '
+           'writes into a directory; for one file, use obnam cat PATH > file')
+
+
 class WrongNumberOfGenerationSettingsError(errors.ObnamError):
     code = 'R2FA37X'
     msg = 'The restore command wants exactly one generation option'
@@ -44,6 +51,8 @@ class RestorePlugin(plugin.ObnamPlugin):
         settings = self.app.settings
         if not settings['to']:
             raise NoToError()
+        if settings['to'] == '-':
+            raise RestoreToStdoutError()
         specs = settings['generation'] or []
         if len(specs) != 1:
             raise WrongNumberOfGenerationSettingsError()
@@ -107,12 +116,14 @@ def statistics_lines(files, downloaded, duration):
 
 class UiReporter(restorer.RestoreReporter):
     """Restore reports on the app's channels; progress on the terminal as
-    `REMAINING N files SIZE (P %) SPEED PATH` when totals are known."""
+    `N files SIZE SPEED PATH`, and `ETA 1m20s N files SIZE (P %) SPEED
+    PATH` when the total is known (a whole generation)."""
 
-    def __init__(self, ui, repo, gen, full):
+    def __init__(self, ui, repo, gen, full, clock=time.time):
         self.ui = ui
         self.progress = ui.progress()
-        self.started = time.time()
+        self.clock = clock
+        self.started = clock()
         self.files = 0
         self.bytes = 0
         self.total_bytes = None
@@ -136,13 +147,13 @@ class UiReporter(restorer.RestoreReporter):
 
     def restored(self, path, metadata):
         self.files += 1
-        now = time.time()
+        now = self.clock()
         if now >= self.next_update:
             self.next_update = now + 0.1
             self.progress.status(self._status(path))
 
     def _status(self, path):
-        elapsed = max(time.time() - self.started, 1e-9)
+        elapsed = max(self.clock() - self.started, 1e-9)
         speed = humanise.speed(self.bytes, elapsed)
         shown = path.decode('utf-8', 'backslashreplace')
         if not self.total_bytes:
@@ -150,11 +161,18 @@ class UiReporter(restorer.RestoreReporter):
                 self.files, humanise.size(self.bytes), speed, shown)
         percent = min(100.0, 100.0 * self.bytes / self.total_bytes)
         rate = self.bytes / elapsed
-        left = (self.total_bytes - self.bytes) / rate if rate > 0 else 0
-        remaining = time.strftime('%H:%M:%S', time.gmtime(max(left, 0)))
         return '%s %d files %s (%.0f %%) %s %s' % (
-            remaining, self.files, humanise.size(self.bytes), percent,
-            speed, shown)
+            eta(self.total_bytes - self.bytes, rate), self.files,
+            humanise.size(self.bytes), percent, speed, shown)
+
+
+def eta(bytes_left, rate):
+    """`ETA 1m20s`: the time left at the average rate so far (`ETA ?`
+    before anything was downloaded)."""
+    if rate <= 0:
+        return 'ETA ?'
+    return 'ETA %s' % (humanise.duration(round(max(bytes_left, 0) / rate))
+                       or '0s')
 
 
 def _generation_key(repo, gen, key):

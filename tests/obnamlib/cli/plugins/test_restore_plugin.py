@@ -92,6 +92,24 @@ def test_missing_to(tmp_path, backed_up):
         'ERROR: R7A971X: The restore command wants a target set with --to\n')
 
 
+def test_restore_to_stdout_is_an_error_that_names_cat(tmp_path, backed_up):
+    result = obnam(tmp_path, 'restore', '--to', '-')
+    assert result.returncode == 1
+    assert result.stderr == (
+        'ERROR: RB0378X: restore --to - would make a directory named "-": '
+        'restore writes into a directory; for one file, use obnam cat PATH '
+        '> file\n')
+    assert not (tmp_path / '-').exists()
+
+
+@pytest.mark.parametrize('left, rate, shown', [
+    (80, 1.0, 'ETA 1m20s'), (3723, 1.0, 'ETA 1h2m3s'), (0, 5.0, 'ETA 0s'),
+    (-3, 5.0, 'ETA 0s'), (10, 0.0, 'ETA ?')])
+def test_eta(left, rate, shown):
+    from obnamlib.cli.plugins import restore_plugin
+    assert restore_plugin.eta(left, rate) == shown
+
+
 def test_two_generations(tmp_path, backed_up):
     result = obnam(tmp_path, 'restore', '--to', tmp_path / 'x',
                    '--generation=latest', '--generation=latest')
@@ -160,14 +178,20 @@ def test_progress_and_summary_formats(tmp_path, backed_up):
     progress = RecordingProgress()
     ui = ui_module.UserInterface(stdout=io.StringIO(), stderr=io.StringIO(),
                                  progress=progress)
-    reporter = restore_plugin.UiReporter(ui, repo, gens[1], full=True)
+    now = [100.0]
+    reporter = restore_plugin.UiReporter(ui, repo, gens[1], full=True,
+                                         clock=lambda: now[0])
+    reporter.total_bytes = 17   # as a generation's total_data key says
     reporter.downloaded(14)
+    now[0] += 8
     reporter.restored(b'/some/path', None)
-    assert len(progress.lines) == 1
-    assert re.match(r'^\d\d:\d\d:\d\d 1 files 14\.0 B \(\d+ %\) '
-                    r'\d+\.\d \S+/s /some/path$', progress.lines[0]) or \
-        re.match(r'^1 files 14\.0 B \d+\.\d \S+/s /some/path$',
-                 progress.lines[0]), progress.lines[0]
+    # 14 B in 8 s: the 3 B left take 2 s more
+    assert progress.lines == [
+        'ETA 2s 1 files 14.0 B (82 %) 1.8 B/s /some/path']
+    reporter.total_bytes = None     # a part of a generation: no total
+    now[0] += 1
+    reporter.restored(b'/other', None)
+    assert progress.lines[1] == '2 files 14.0 B 1.6 B/s /other'
     reporter.error('Failed to restore /x: R43272X: gone')
     assert ui.stderr.getvalue() == 'Failed to restore /x: R43272X: gone\n'
     assert restore_plugin.summary_line(25, 3 * 1024 + 5, 3723) == (
