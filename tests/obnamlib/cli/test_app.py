@@ -98,8 +98,9 @@ def test_list_formats(home):
 # as the spec gives it; none is left unimplemented.  The test aid _lock is
 # hidden: help-all names it, no usage line does.
 SPEC_SUBCOMMANDS = [
-    'add-key [CLIENT-NAME]...', 'backup [DIRECTORY|URL]...',
+    'add-key [CLIENT-NAME]...', 'backup [DIRECTORY|URL]...', 'cat FILE...',
     'client-keys', 'clients', 'diff [GENERATION1] GENERATION2', 'dump-repo',
+    'find PATTERN...',
     'force-lock', 'forget [GENERATION]...', 'fsck', 'generations', 'genids',
     'help', 'help-all', 'kdirstat [FILE]...', 'list-errors', 'list-formats',
     'list-keys', 'list-toplevels', 'ls [FILE]...', 'mount [ROOT]',
