@@ -86,12 +86,15 @@ class CatFindPlugin(plugin.ObnamPlugin):
         pattern without / matches the basename of a file, directory or
         other object anywhere in the tree (like find -name: 'report*.txt');
         a pattern with / matches its whole absolute path, where * also
-        matches / (like find -path: '/home/*/notes.txt', '*/src/*.py').
+        matches / (like find -path: '/home/*/notes.txt', '*/src/*.py') and
+        a trailing / is ignored.  Quote patterns, or the shell expands
+        them.
 
         Every generation is searched, oldest first, unless --generation
         options name some.  For each match one line is written to stdout
         (or --output): the generation id, a TAB, and the path as stored
-        (bytes as they are), generations in order and paths in ls order.
+        (bytes as they are), generations in order and paths in ls order (a
+        name holding a newline spans two lines, as with find -print).
         Only names and metadata are read, never file content.  The exit
         code is 0 if anything matched, 1 if nothing did.
         """

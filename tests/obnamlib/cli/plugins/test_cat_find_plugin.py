@@ -126,7 +126,7 @@ def test_cat_of_a_damaged_file_says_so(tmp_path, live, backed_up):
                           'match its checksum' % (live / 'chunks'))
 
 
-# --- find ---------------------------------------------------------------------
+# --- find ---------------------------------------------------------------
 
 @pytest.fixture
 def history(tmp_path, live):
