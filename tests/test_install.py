@@ -70,6 +70,8 @@ def source_copy(target):
     shutil.copytree(os.path.join(CHECKOUT, 'obnamlib'),
                     os.path.join(target, 'obnamlib'),
                     ignore=shutil.ignore_patterns('__pycache__', '*.pyc'))
+    shutil.copytree(os.path.join(CHECKOUT, 'doc'),      # the manual pages
+                    os.path.join(target, 'doc'))
     return target
 
 
