@@ -18,29 +18,51 @@ class BackupProgress:
     `on_notice(text)` each informational line (the notify channel);
     `on_change(progress)` is called after counters change (the display
     throttles itself).  All are optional.
+
+    A `pretend` run stores and uploads nothing: its summary says so (0
+    files backed up, 0 uploaded), and `pretend_line()` tells what a real
+    run would back up.
     """
 
     def __init__(self, on_error=None, on_change=None, clock=time.time,
-                 on_notice=None):
+                 on_notice=None, pretend=False):
         self.on_error = on_error
         self.on_notice = on_notice
         self.on_change = on_change
         self.clock = clock
+        self.pretend = pretend
         self.started = clock()
         self.ended = None
         self.file_count = 0          # objects found (F)
-        self.backed_up_count = 0     # objects stored this run (B)
+        self.backed_up_count = 0     # objects new or changed (B)
         self.scanned_bytes = 0       # bytes of file data found (S)
-        self.uploaded_bytes = 0      # new chunk data uploaded (U)
+        self.new_data_bytes = 0      # new file data, as read
+        self.uploaded_bytes = 0      # new file data as uploaded (U)
         self.written_bytes = 0       # everything written to the repo (W)
         self.read_bytes = 0          # everything read from the repo (R)
         self.errors = []             # (path, ObnamError)
         self.current = b''
         self.phase = ''
+        self._storage = None         # see count_uploads_in
+        self._written_mark = 0
+
+    def count_uploads_in(self, storage):
+        """Count each new chunk as the bytes `storage` (the repository's
+        storage, with its `bytes_written` counter) wrote for it: the chunk
+        file as stored, compressed and encrypted, so U is part of W.
+
+        The engine reports a chunk (uploaded) right after it handed it to
+        the storage, and reports a file (found) or a phase (what) before
+        it writes metadata or commits; what was written since the last
+        report is the chunk.  Without a storage, a chunk counts as its
+        data (the engine's own tests)."""
+        self._storage = storage
+        self._mark_writes()
 
     # --- what the engine reports --------------------------------------
 
     def found(self, path, size):
+        self._mark_writes()
         self.file_count += 1
         self.scanned_bytes += size
         self.current = path
@@ -51,7 +73,9 @@ class BackupProgress:
         logging.info('Backing up %s', _show(path))
 
     def uploaded(self, nbytes):
-        self.uploaded_bytes += nbytes
+        self.new_data_bytes += nbytes
+        if not self.pretend:
+            self.uploaded_bytes += self._written_since_mark(nbytes)
         self._changed()
 
     def set_io(self, written, read):
@@ -59,6 +83,7 @@ class BackupProgress:
         self.read_bytes = read
 
     def what(self, phase):
+        self._mark_writes()
         self.phase = phase
         self._changed()
 
@@ -98,6 +123,17 @@ class BackupProgress:
         if self.on_change is not None:
             self.on_change(self)
 
+    def _mark_writes(self):
+        if self._storage is not None:
+            self._written_mark = self._storage.bytes_written
+
+    def _written_since_mark(self, nbytes):
+        if self._storage is None:
+            return nbytes
+        written = self._storage.bytes_written - self._written_mark
+        self._written_mark += written
+        return written
+
     # --- derived values ------------------------------------------------
 
     @property
@@ -106,27 +142,49 @@ class BackupProgress:
             self.started
 
     @property
+    def stored_count(self):
+        """B: objects stored in the repository (none when pretending)."""
+        return 0 if self.pretend else self.backed_up_count
+
+    @property
     def overhead(self):
+        """O: bytes moved to and from the repository beyond the new file
+        data (lookups read, metadata written): R + W - U."""
         return max(0, self.read_bytes +
                    (self.written_bytes - self.uploaded_bytes))
 
+    @property
+    def overhead_percent(self):
+        """O as a share of all bytes moved, R + W (so at most 100)."""
+        moved = self.read_bytes + self.written_bytes
+        return 100.0 * self.overhead / moved if moved else 0.0
+
     def summary_lines(self):
-        """The four-line end-of-backup summary (§6.9)."""
+        """The four-line end-of-backup summary (§6.9): 1.x's words, so
+        scripts that read them still work."""
         duration = self.duration
         written = self.written_bytes
-        percent = 100.0 * self.overhead / written if written else 0.0
         speed = self.uploaded_bytes / duration if duration > 0 else 0
         return [
             'Backed up %d files (of %d found), containing %s.' % (
-                self.backed_up_count, self.file_count,
+                self.stored_count, self.file_count,
                 format_size(self.scanned_bytes)),
             'Uploaded %s file data in %s at %s average speed.' % (
                 format_size(self.uploaded_bytes), format_duration(duration),
                 format_speed(speed)),
             'Total download amount %s.' % format_size(self.read_bytes),
             'Total upload amount %s. Overhead was %s (%.1f %%).' % (
-                format_size(written), format_size(self.overhead), percent),
+                format_size(written), format_size(self.overhead),
+                self.overhead_percent),
         ]
+
+    def pretend_line(self):
+        """What a real run would have done, said before a pretend run's
+        summary (whose counts are of what was done: nothing)."""
+        return ('Pretending: would back up %d files, %s of file data '
+                '(before compression and de-duplication); nothing was '
+                'written.' % (self.backed_up_count,
+                              format_size(self.new_data_bytes)))
 
     def statistics_lines(self):
         """The log statistics block (§13.2), one log line each."""
@@ -135,7 +193,7 @@ class BackupProgress:
         return [
             'Backup performance statistics:',
             '* files found: %d' % self.file_count,
-            '* files backed up: %d' % self.backed_up_count,
+            '* files backed up: %d' % self.stored_count,
             '* uploaded chunk data: %d bytes (%s)' % (
                 self.uploaded_bytes, format_size(self.uploaded_bytes)),
             '* total uploaded data (incl. metadata): %d bytes (%s)' % (

@@ -68,6 +68,15 @@ class BackupPlugin(obnamlib.cli.plugin.ObnamPlugin):
         up, --pretend to see what would be, and forget --keep afterwards
         to remove old generations.
 
+        At the end a summary says how many files were backed up (of
+        those found), how much new file data was uploaded (as stored:
+        compressed and encrypted), how much was downloaded and uploaded
+        in all, and the overhead: the bytes moved beyond the new file
+        data (reading what the repository has, writing metadata), with
+        its share of all bytes moved.  With --pretend nothing is backed
+        up or uploaded and the summary says so; a line before it says
+        how many files a real run would back up, and how much data.
+
         The exit code is 0 when everything was backed up, and 1 when
         some files could not be (each is reported on stderr) or when the
         backup failed.
@@ -82,7 +91,7 @@ class BackupPlugin(obnamlib.cli.plugin.ObnamPlugin):
         display = ProgressDisplay(self.app.ui.progress())
         progress = backup_progress.BackupProgress(
             on_error=self.app.ui.error, on_change=display.update,
-            on_notice=self.app.ui.notify)
+            on_notice=self.app.ui.notify, pretend=settings['pretend'])
         excluder = obnamlib.engine.pathname_excluder.from_settings(settings)
         for error in excluder.errors:
             progress.general_error(error)
@@ -93,6 +102,8 @@ class BackupPlugin(obnamlib.cli.plugin.ObnamPlugin):
             display.finish()
             fs.close()
         progress.log_statistics()
+        if settings['pretend']:
+            self.app.ui.notify(progress.pretend_line())
         if not settings['quiet']:
             for line in progress.summary_lines():
                 self.app.ui.output.write(line + '\n')
@@ -109,6 +120,7 @@ class BackupPlugin(obnamlib.cli.plugin.ObnamPlugin):
                 opened = True
                 if repo.created:
                     self.app.ui.error(created_notice(options.repository_url))
+                progress.count_uploads_in(repo.fs)
                 engine = backup_engine.BackupEngine(
                     repo, fs, options, progress, repo_io=repo.fs)
                 engine.run(paths)

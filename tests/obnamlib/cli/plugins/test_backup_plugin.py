@@ -211,7 +211,64 @@ def test_pretend_leaves_repository_byte_identical(tmp_path, live):
     result = obnam(tmp_path, repo_arg(tmp_path), '--pretend', 'backup', live)
     assert result.returncode == 0, result.stderr
     assert tree_snapshot(tmp_path / 'repo') == before
-    assert result.stdout.decode().startswith('Backed up 2 files (of 5 found)')
+    # nothing was backed up or uploaded, and the summary says so, in 1.x's
+    # four lines; the line before says what a real run would back up
+    lines = result.stdout.decode().splitlines()
+    assert lines[0] == (
+        'Pretending: would back up 2 files, 8.0 B of file data (before '
+        'compression and de-duplication); nothing was written.')
+    assert len(lines) == 5
+    for pattern, line in zip(SUMMARY, lines[1:]):
+        assert re.fullmatch(pattern, line), line
+    assert lines[1] == 'Backed up 0 files (of 5 found), containing 3.0 KiB.'
+    assert lines[2].startswith('Uploaded 0.0 B file data in ')
+    assert lines[4].startswith('Total upload amount 0.0 B. ')
+    quiet = obnam(tmp_path, repo_arg(tmp_path), '--pretend', '--quiet',
+                  'backup', live)
+    assert (quiet.returncode, quiet.stdout) == (0, b'')
+
+
+def summary_numbers(stdout):
+    """(U, R, W, O, P) of a summary, sizes in bytes as shown."""
+    units = {'B': 1, 'KiB': 1024, 'MiB': 1024 ** 2, 'GiB': 1024 ** 3}
+    sizes = [float(n) * units[u] for n, u in
+             re.findall(r'(\d+\.0) (B|KiB|MiB|GiB)\b(?!/s)', stdout)]
+    percent = float(re.search(r'\((\d+\.\d) %\)', stdout).group(1))
+    return sizes[1:] + [percent]
+
+
+def chunk_file_bytes(repo):
+    return sum(os.path.getsize(os.path.join(d, name))
+               for d, _, names in os.walk(repo / 'chunks') for name in names)
+
+
+def test_summary_counts_uploads_as_stored_and_overhead_as_a_share(tmp_path):
+    """Compressed: the file data uploaded is what was stored, so part of
+    the total upload; the overhead is what moved beyond it, a share of
+    all that moved (issue 28: 'Uploaded 83 MiB ... Total upload 45 MiB
+    ... Overhead 0.0 B', and '3.0 MiB (4810.5 %)' for no change)."""
+    live = tmp_path / 'live'
+    live.mkdir()
+    for i in range(8):
+        (live / ('f%d' % i)).write_bytes(b'compressible %d\n' % i * 20000)
+    result = obnam(tmp_path, repo_arg(tmp_path), '--compress-with=deflate',
+                   'backup', live)
+    assert result.returncode == 0, result.stderr
+    uploaded, read, written, overhead, percent = summary_numbers(
+        result.stdout.decode())
+    log = (tmp_path / 'obnam.log').read_text()
+    exact = int(re.search(r'uploaded chunk data: (\d+) bytes', log).group(1))
+    total = int(re.search(r'total uploaded data .*: (\d+) bytes',
+                          log).group(1))
+    assert chunk_file_bytes(tmp_path / 'repo') <= exact < total
+    assert exact < 8 * 320000 / 10          # stored compressed
+    assert 0 < overhead <= written and percent < 100.0
+    assert uploaded <= written
+    result = obnam(tmp_path, repo_arg(tmp_path), '--compress-with=deflate',
+                   'backup', live)
+    uploaded, read, written, overhead, percent = summary_numbers(
+        result.stdout.decode())
+    assert uploaded == 0 and overhead > 0 and percent == 100.0
 
 
 def test_pretend_without_repository_fails_with_hint(tmp_path, live):
