@@ -59,10 +59,12 @@ def test_example_config_is_read_without_complaint():
     assert settings['log-max'] == str(10 * 2 ** 20)
 
 
-def test_example_config_is_read_without_complaint_with_the_defaults_too():
-    """As `obnam --config examples/obnam.conf` reads it, beside whatever
-    default files this machine has."""
-    p = run([sys.executable, OBNAM, '--config', CONF, '--dump-config'])
+def test_example_config_is_read_without_complaint_with_the_defaults_too(
+        tmp_path):
+    """As `obnam --config examples/obnam.conf` reads it, after the default
+    files (the system's; the home directory is an empty one)."""
+    p = run([sys.executable, OBNAM, '--config', CONF, '--dump-config'],
+            env=dict(os.environ, HOME=str(tmp_path)))
     assert (p.returncode, p.stderr.decode()) == (0, '')
 
 

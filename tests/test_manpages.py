@@ -87,13 +87,14 @@ def test_obnam_1_lists_every_setting_as_an_option():
 
 def test_obnam_1_explains_every_command():
     commands = section(read(OBNAM_1), 'COMMANDS')
-    entries = re.findall(r'^\.TP\n\.BR? (\S+)', commands, re.MULTILINE)
+    entries = re.findall(r'^\.TP\n(?:\.B |\\fB)([^\s\\]+(?:\\-[^\s\\]+)*)',
+                         commands, re.MULTILINE)
     assert entries == [troff(c) for c in visible_commands()]
 
 
 def test_obnam_1_gives_the_longer_help_of_backup():
     commands = section(read(OBNAM_1), 'COMMANDS')
-    backup = commands.split('.BR backup ', 1)[1].split('\n.TP\n', 1)[0]
+    backup = commands.split('\\fBbackup\\fR ', 1)[1].split('\n.TP\n', 1)[0]
     assert 'Backup data to repository\n.IP\n' in backup
     assert 'checkpoint' in backup
 
