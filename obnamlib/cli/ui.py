@@ -30,6 +30,12 @@ class NullProgress:
     def finish(self):
         """The run is over: remove the display for good."""
 
+    def remove(self):
+        """Take the display off the terminal for good, its last state too:
+        a command's summary follows, and is the last thing there."""
+        self.clear()
+        self.finish()
+
 
 class TerminalProgress(NullProgress):
     """A status line on /dev/tty via ttystatus, redrawn at most every 0.1 s.

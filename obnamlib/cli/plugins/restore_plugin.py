@@ -89,7 +89,7 @@ class RestorePlugin(plugin.ObnamPlugin):
         downloaded = storage.bytes_read - read_before
         downloaded = max(downloaded, stats.bytes)
         duration = stats.duration
-        self.app.ui.progress().finish()
+        self.app.ui.progress().remove()
         for line in statistics_lines(stats.files, downloaded, duration):
             logging.info('%s', line)
         self.app.ui.notify(summary_line(stats.files, downloaded, duration))

@@ -213,6 +213,17 @@ def test_status_line_finish_leaves_the_last_state_and_stops_drawing():
     assert drawn() == b'\rbusy\x1b[K\rdone\x1b[K\n'
 
 
+def test_status_line_remove_erases_the_last_state_for_good():
+    """restore and fsck: their summary is the only thing left."""
+    line, clock, drawn = status_line()
+    line.status('busy')
+    line.remove()
+    clock.now += 1
+    line.status('after the end')
+    line.finish()
+    assert drawn() == b'\rbusy\x1b[K\r\x1b[K'
+
+
 def test_status_line_finish_without_text_draws_nothing():
     line, clock, drawn = status_line()
     line.finish()

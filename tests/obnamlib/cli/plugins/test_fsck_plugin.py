@@ -186,6 +186,16 @@ def test_progress_is_drawn_on_the_terminal_only(small_repo, tmp_path):
     assert stdout.count(b'\n') == 1 and stdout.endswith(b': no problems\n')
 
 
+def test_summary_is_the_last_thing_on_the_terminal(small_repo, tmp_path):
+    """Issue 28: the status line was drawn again under the summary."""
+    from tests.terminal import run_on_terminal as run_with_stdout_there
+    terminal, _, code = run_with_stdout_there(
+        fsck_argv(small_repo), tmp_path, redirect=(2,))
+    assert code == 0
+    assert terminal.endswith(b': no problems\r\n'), terminal[-200:]
+    assert terminal.count(b'no problems') == 1
+
+
 def test_quiet_draws_nothing_on_the_terminal(small_repo, tmp_path):
     terminal, stdout, stderr, code = run_on_terminal(
         tmp_path, fsck_argv(small_repo, '--quiet'))

@@ -92,6 +92,26 @@ def test_missing_to(tmp_path, backed_up):
         'ERROR: R7A971X: The restore command wants a target set with --to\n')
 
 
+def test_summary_is_the_only_thing_left_on_the_terminal(tmp_path):
+    """Issue 28: the status line was drawn again under the summary; now
+    it is erased before it (its last state was stale)."""
+    from tests.terminal import run_on_terminal
+    live = tmp_path / 'live'
+    live.mkdir()
+    for i in range(30):
+        (live / ('f%d' % i)).write_bytes(b'%d' % i * 1000)
+    assert obnam(tmp_path, 'backup', live).returncode == 0
+    argv = [OBNAM, '--no-default-configs', '--client-name', rh.CLIENT,
+            '--repository', str(tmp_path / 'repo'), '--log=none',
+            'restore', '--to', str(tmp_path / 'x')]
+    terminal, _, code = run_on_terminal(argv, tmp_path, redirect=(2,))
+    assert code == 0
+    summary = terminal.rindex(b'Restored ')
+    assert terminal[summary - 4:summary] == b'\r\x1b[K'    # line erased
+    assert terminal[summary:].count(b'\n') == 1
+    assert terminal.endswith(b' average speed\r\n'), terminal[-200:]
+
+
 def test_restore_to_stdout_is_an_error_that_names_cat(tmp_path, backed_up):
     result = obnam(tmp_path, 'restore', '--to', '-')
     assert result.returncode == 1
