@@ -221,7 +221,9 @@ class Application:
         return cmdline.CommandLine(
             self.settings, self.config_files, self.progname, self.version,
             usage=self.usage_text, description=self.description_text,
-            cmd_synopsis=self.cmd_synopsis)
+            cmd_synopsis={name: synopsis for name, synopsis
+                          in self.cmd_synopsis.items()
+                          if name not in self.hidden_subcommands})
 
     def _run_subcommand(self, args):
         set_process_name(self.progname)

@@ -64,8 +64,9 @@ DELIBERATE = {
         'test_deliberate_yaml_list_items',
     'the help group "Performance" is spelt right (cliapp: "Peformance")':
         'test_deliberate_performance_group',
-    'usage lists no hidden subcommand, so no test aid such as _lock '
-    '(cliapp: lists them all)': 'test_deliberate_hidden_subcommands',
+    'usage and the manual page list no hidden subcommand, so no test aid '
+    'such as _lock (cliapp: lists them all)':
+        'test_deliberate_hidden_subcommands',
 }
 
 
@@ -77,6 +78,7 @@ def as_obnam_says_it(text):
     text = text.replace('Usage: obnam [options] _lock \n       obnam',
                         'Usage: obnam')
     text = text.replace('       obnam [options] _lock \n', '')
+    text = text.replace('.br\n.B obnam\n.RI [ options ]\n_lock\n.RI\n', '')
     return text.replace('Peformance', 'Performance')
 
 
@@ -422,11 +424,14 @@ def test_deliberate_performance_group(capsys):
     assert 'Peformance' not in ours[2]
 
 
-def test_deliberate_hidden_subcommands(capsys):
+def test_deliberate_hidden_subcommands(capsys, tmp_path):
     cliapp_says, ours = both(['--help'], capsys)
     assert cliapp_says[2].startswith('Usage: obnam [options] _lock \n')
     assert ours[2].startswith('Usage: obnam [options] add-key ')
     assert ' _lock ' not in ours[2]
+    template = write(tmp_path / 'obnam.1.in', '.TH OBNAM 1\n.SH SYNOPSIS\n')
+    cliapp_says, ours = both(['--generate-manpage=' + template], capsys)
+    assert '\n_lock\n' in cliapp_says[2] and '_lock' not in ours[2]
 
 
 def test_hidden_subcommand_still_runs_and_help_all_names_it(capsys):
