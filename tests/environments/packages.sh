@@ -7,7 +7,7 @@ gnupg openssh-client python3-ttystatus python3-pyfuse3 fuse3"
 
 # What its tests need.
 TEST_PACKAGES="python3-pytest python3-pytest-timeout python3-hypothesis \
-attr acl openssh-server xz-utils"
+attr acl openssh-server xz-utils man-db"
 
 # What building the Debian package needs (debian/control's
 # Build-Depends); ./check builds and installs it in its Debian root.
