@@ -23,6 +23,7 @@ class RunChunks:
         self.options = options
         self.progress = progress
         self.new_chunks = []          # (chunk id, md5 digest) not indexed
+        self.file_start = None        # new_chunks index of the file's first
         self.run_chunks = {}          # md5 digest -> chunk id, this run
         self.bytes_written = 0
         self.find_by_md5 = True
@@ -74,10 +75,34 @@ class RunChunks:
             return False
 
     def index_new(self, client):
-        """Put the new chunks into the (locked) chunk indexes."""
-        for chunk_id, digest in self.new_chunks:
+        """Put the new chunks into the (locked) chunk indexes; those of a
+        file still being read wait (it may yet be rejected)."""
+        done = len(self.new_chunks) if self.file_start is None \
+            else self.file_start
+        for chunk_id, digest in self.new_chunks[:done]:
             self.repo.put_chunk_md5_into_indexes(chunk_id, digest, client)
-        self.new_chunks = []
+        del self.new_chunks[:done]
+        if self.file_start is not None:
+            self.file_start = 0
+
+    def file_started(self):
+        self.file_start = len(self.new_chunks)
+
+    def file_stored(self):
+        self.file_start = None
+
+    def file_rejected(self):
+        """The file's content is not kept (it changed while read, or a
+        read failed): the chunks it alone brought are removed now."""
+        if self.file_start is None:
+            return
+        doomed = self.new_chunks[self.file_start:]
+        del self.new_chunks[self.file_start:]
+        self.file_start = None
+        for chunk_id, digest in doomed:
+            if self.run_chunks.get(digest) == chunk_id:
+                del self.run_chunks[digest]
+            self.repo.remove_chunk(chunk_id)
 
     def forget_indexed(self):
         """After a commit the indexes find this run's chunks: the in-run
@@ -89,8 +114,11 @@ class RunChunks:
         """Delete the chunks written since the last commit: no committed
         generation or index refers to them, and after ENOSPC the space is
         what the next run needs.  The repository knows them all, also one
-        whose writing an interruption cut short before its id came back."""
+        whose writing an interruption cut short before its id came back.
+        The chunks of a file a checkpoint cut in two stay for the next run,
+        which reuses them (their ids are in the client's chunk journal)."""
         self.new_chunks = []
+        self.file_start = None
         try:
             removed = self.repo.remove_uncommitted_chunks()
         except Exception:

@@ -40,6 +40,7 @@ class GenerationCommits:
         """Add and lock the client; start the run's first generation."""
         self._add_client()
         self._lock_client()
+        self._reuse_leftovers()
         self._start_generation()
 
     def _add_client(self):
@@ -60,6 +61,22 @@ class GenerationCommits:
         self.repo.lock_client(self.client)
         self.repo.lock_chunk_indexes()
         self.repo.unlock_chunk_indexes()
+
+    def _reuse_leftovers(self):
+        """What a killed run of this client uploaded is not uploaded
+        again: its chunks are found by content like this run's own."""
+        found = self.repo.reuse_leftover_chunks(self.client)
+        if found:
+            logging.info('%d chunk(s) a killed run left can be reused',
+                         found)
+
+    def _remove_leftovers(self):
+        """Before the last commit: the killed run's chunks this run did
+        not reuse go (nothing refers to them)."""
+        removed = self.repo.remove_leftover_chunks(self.client)
+        if removed:
+            logging.info('removed %d unused chunk(s) a killed run left',
+                         removed)
 
     def _start_generation(self):
         self.gen = self.repo.create_generation(
@@ -92,6 +109,8 @@ class GenerationCommits:
         """format-6.md §10 step 5: client first, then chunk indexes."""
         self.repo.lock_chunk_indexes()
         self.chunks.index_new(self.client)
+        if not is_checkpoint:
+            self._remove_leftovers()
         self._set_totals(is_checkpoint)
         self.repo.set_generation_key(self.gen, ri.GEN_ENDED,
                                      self.options.now())

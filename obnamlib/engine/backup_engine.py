@@ -171,11 +171,11 @@ class BackupEngine:
         self.fs = fs
         self.options = options
         self.progress = progress
-        chunks = backup_chunks.RunChunks(repo, options, progress)
+        self.chunks = backup_chunks.RunChunks(repo, options, progress)
         self.commits = backup_commits.GenerationCommits(
-            repo, options, progress, chunks, repo_io)
+            repo, options, progress, self.chunks, repo_io)
         self.content = backup_content.FileContent(
-            fs, options, chunks, self.commits.maybe_checkpoint)
+            fs, options, self.chunks, self.commits.maybe_checkpoint)
         self.dir_state = {}           # path -> old Metadata or None
         self.metadata_reader = obnamlib.engine.live_metadata.MetadataReader(fs)
 
@@ -367,9 +367,11 @@ class BackupEngine:
         if _S_ISCHR(st.st_mode) or _S_ISBLK(st.st_mode):
             self.progress.notice(path, DEVICE_NUMBER_LOST)
         if is_reg:
+            self.chunks.file_started()
             try:
                 chunk_ids, md5 = self.content.store(path, st)
             except backup_content.LiveFileError as e:
+                self.chunks.file_rejected()
                 self.progress.error(path, e.error)
                 return
             md.md5 = md5
@@ -380,6 +382,7 @@ class BackupEngine:
         self.repo.set_metadata(gen, path, md)
         if is_reg:
             self.repo.set_file_chunk_ids(gen, path, chunk_ids)
+            self.chunks.file_stored()
         elif old is not None and old.isreg():
             self.repo.set_file_chunk_ids(gen, path, [])
         self.progress.backed_up(path)

@@ -8,7 +8,9 @@ committed on its own: first the client (the generation disappears, and
 with it the B-tree nodes only it referenced), then the chunk indexes,
 whose commit deletes the chunk files no client uses any more.  A forget
 killed at any moment therefore leaves every kept generation whole; at
-worst some chunks of a removed generation stay behind unused.
+worst some chunks of a removed generation stay behind unused, and the
+client's next forget frees them (its marker says it must look:
+Repository.begin_forget).
 """
 
 from obnamlib import errors
@@ -96,12 +98,25 @@ def remove_generations(repo, client_name, gen_ids, progress=None):
     the caller's unlock discards only the removal under way).
     progress(done, total) is called after each removal."""
     guard = _SharedChunkGuard(repo, client_name, gen_ids)
+    _remove_leftovers(repo, client_name, guard)
     for done, gen_id in enumerate(gen_ids, 1):
         _remove_one(repo, client_name, gen_id, guard,
                     last=done == len(gen_ids))
         if progress is not None:
             progress(done, len(gen_ids))
+    repo.finish_forget(client_name)
     repo.commit_everything()
+
+
+def _remove_leftovers(repo, client_name, guard):
+    """What a killed forget (index entries no generation of the client
+    uses) or a killed backup of the client (chunk files nothing names)
+    left goes with this forget's commits."""
+    stale = repo.begin_forget(client_name)
+    if stale:
+        guard.protect(stale)
+        repo.remove_unused_chunks(client_name, stale)
+    repo.remove_leftover_chunks(client_name)
 
 
 class _SharedChunkGuard:

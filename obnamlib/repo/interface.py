@@ -278,6 +278,32 @@ class Repository(abc.ABC):
         them.  For a run that failed or was interrupted, so that it
         leaves nothing behind; returns how many were removed."""
 
+    # A format that keeps no record of a run's chunks has nothing for the
+    # next run to find: these four do nothing there.
+
+    def reuse_leftover_chunks(self, client_name):
+        """Client locked: the chunk files a killed run of the client left
+        (no index names them) become findable by content for this session,
+        so their content is not stored again.  Returns how many."""
+        return 0
+
+    def remove_leftover_chunks(self, client_name):
+        """Client and chunk indexes locked, before the run's last commit:
+        delete the chunk files a killed run of the client left that this
+        session did not reuse; the ones a generation uses get index
+        entries at the next index commit.  Returns how many were deleted."""
+        return 0
+
+    def begin_forget(self, client_name):
+        """Everything locked, before a forget removes anything: note that
+        the client's forget is under way.  If an earlier one was killed,
+        returns the chunk ids indexed for the client that no generation of
+        it uses (candidates for remove_unused_chunks), else []."""
+        return []
+
+    def finish_forget(self, client_name):
+        """The forget is complete once the next index commit is done."""
+
     @abc.abstractmethod
     def remove_unused_chunks(self, client_name, candidate_chunk_ids):
         """After generations were removed: drop the client's index entries

@@ -8,7 +8,8 @@ commit, so a crash never leaves an index entry without its file.
 """
 
 from obnamlib import errors
-from obnamlib.repo.fmt_6 import keys
+from obnamlib.repo.fmt_6 import forget_marker, keys, leftover_chunks
+from obnamlib.repo.fmt_6.chunk_journal import ChunkJournal
 
 
 class ChunkIndexing:
@@ -23,9 +24,13 @@ class ChunkIndexing:
         self.pending_removals = []
         self.reused = {}              # client name -> chunk ids it re-used
         self.reused_committed = {}    # the same, for committed generations
+        self.journals = {}            # client name -> its ChunkJournal
+        self.journaling = None        # the client whose lock put() uses
+        self.forgets_done = set()     # client ids: markers to remove
 
     def put(self, data, md5_digest=None):
         """md5_digest: the caller's MD5 of data, so it is not hashed twice."""
+        self.chunks.journal = self._put_journal()
         chunk_id = self.chunks.put(data)
         if md5_digest is None:
             checksum = keys.content_checksum(data)
@@ -52,6 +57,15 @@ class ChunkIndexing:
         self.chunks.flush()
         self.indexes.add(chunk_id, checksum,
                          self.clients.client_id(client_name))
+        self._drop_unindexed(chunk_id, checksum)
+
+    def forget_unindexed(self, chunk_id):
+        """A chunk of this session that is being removed."""
+        checksum = self.checksums.get(chunk_id)
+        if checksum is not None:
+            self._drop_unindexed(chunk_id, checksum)
+
+    def _drop_unindexed(self, chunk_id, checksum):
         ids = self.unindexed.get(checksum)
         if ids and chunk_id in ids:
             ids.remove(chunk_id)
@@ -89,6 +103,10 @@ class ChunkIndexing:
                 continue
             if unused:
                 removed.append(chunk_id)
+        if removed:
+            journal = self.journal(client_name)
+            journal.note_newest(forest.last_id())
+            journal.note_removals(removed)
         self.pending_removals.extend(removed)
         self.reused_committed.get(client_name, set()).difference_update(
             removed)
@@ -134,6 +152,100 @@ class ChunkIndexing:
                         continue
                 if client_id not in self.indexes.users(checksum, chunk_id):
                     self.indexes.add(chunk_id, checksum, client_id)
+                self._drop_unindexed(chunk_id, checksum)
+
+    # --- what a killed run of a client left (leftover_chunks) ------------
+
+    def journal(self, client_name):
+        """The client's ChunkJournal (read at its first use)."""
+        journal = self.journals.get(client_name)
+        if journal is None:
+            client_id = self.clients.client_id(client_name)
+            journal = ChunkJournal(self.chunks.fs, str(client_id))
+            self.journals[client_name] = journal
+        return journal
+
+    def client_locked(self, client_name):
+        """The client's new chunks go into its journal from now on."""
+        forest = self.clients.open(client_name)
+        self.journal(client_name).note_newest(forest.last_id())
+        self.journaling = client_name
+
+    def _put_journal(self):
+        """The journal of the client locked last, while it is locked."""
+        name = self.journaling
+        if name is None or name not in self.clients.writable_names():
+            return None
+        return self.journals[name]
+
+    def _leftovers(self, client_name):
+        forest = self.clients.open(client_name)
+        if not forest.writable:
+            raise errors.RepositoryClientNotLocked(client_name=client_name)
+        found = leftover_chunks.find(self.chunks, self.indexes,
+                                     self.journal(client_name), forest)
+        # A newer generation uses these: they get their index entries.
+        self.reused_committed.setdefault(client_name, set()).update(
+            found.used)
+        return found
+
+    def reuse_leftovers(self, client_name):
+        """Make the unused leftovers findable by content in this session,
+        as if this run had written them; how many."""
+        reusable = 0
+        for chunk_id, data in leftover_chunks.contents(
+                self.chunks, self._leftovers(client_name).unused):
+            checksum = keys.content_checksum(data)
+            self.checksums[chunk_id] = checksum
+            self.unindexed.setdefault(checksum, []).append(chunk_id)
+            reusable += 1
+        return reusable
+
+    def remove_leftovers(self, client_name):
+        """Remove the leftovers that nothing uses now, nor this session
+        (it is about to commit for the last time; the indexes are locked);
+        the journal forgets them at the next index commit.  Returns how
+        many."""
+        self.require_lock()
+        found = self._leftovers(client_name)
+        in_use = self.reused.get(client_name, set()) | \
+            self.reused_committed.get(client_name, set())
+        removed = 0
+        for chunk_id in found.unused:
+            if chunk_id in in_use:
+                continue
+            self.forget_unindexed(chunk_id)
+            if self.indexes.checksum(chunk_id) is not None:
+                self.remove_use(chunk_id, client_name)  # chunklist only
+            self.chunks.remove(chunk_id)
+            removed += 1
+        self.journal(client_name).settle_inherited()
+        return removed
+
+    def begin_forget(self, client_name):
+        """Place the client's forget marker; if an earlier forget's was
+        there, the chunk ids indexed for the client that no generation of
+        it uses (else [])."""
+        self.require_lock()
+        client_id = self.clients.client_id(client_name)
+        if not forget_marker.place(self.chunks.fs, client_id):
+            return []
+        forest = self.clients.writable(client_name)
+        used = set()
+        for number in forest.generation_ids():
+            used |= forest.generation(number).chunk_ids_in_use()
+        indexed = {chunk_id for _, chunk_id, user
+                   in self.indexes.all_chunksums() if user == client_id}
+        return sorted(indexed - used)
+
+    def finish_forget(self, client_name):
+        self.forgets_done.add(self.clients.client_id(client_name))
+
+    def _journals_committed(self):
+        unindexed = {chunk_id for ids in self.unindexed.values()
+                     for chunk_id in ids}
+        for journal in self.journals.values():
+            journal.committed(unindexed)
 
     # --- the session ---------------------------------------------------
 
@@ -147,7 +259,12 @@ class ChunkIndexing:
         for chunk_id in self.pending_removals:
             self.chunks.remove(chunk_id)
         self.pending_removals = []
+        self._journals_committed()
+        for client_id in sorted(self.forgets_done):
+            forget_marker.take_away(self.chunks.fs, client_id)
+        self.forgets_done = set()
 
     def discard(self):
         self.indexes.discard()
         self.pending_removals = []
+        self.forgets_done = set()

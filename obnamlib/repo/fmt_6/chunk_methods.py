@@ -92,11 +92,32 @@ class ChunkMethods:
 
     @reporting_damage
     def remove_chunk(self, chunk_id):
+        """Also one this session put and did not index: it is no longer
+        found by content."""
+        self.chunk_indexing.forget_unindexed(chunk_id)
         self.chunks.remove(chunk_id)
 
     @reporting_damage
     def remove_uncommitted_chunks(self):
         return self.chunks.remove_uncommitted()
+
+    @reporting_damage
+    def reuse_leftover_chunks(self, client_name):
+        """The chunks a killed run of the client left (chunk_journal,
+        leftover_chunks) become findable by content in this session."""
+        return self.chunk_indexing.reuse_leftovers(client_name)
+
+    @reporting_damage
+    def remove_leftover_chunks(self, client_name):
+        return self.chunk_indexing.remove_leftovers(client_name)
+
+    @reporting_damage
+    def begin_forget(self, client_name):
+        return self.chunk_indexing.begin_forget(client_name)
+
+    @reporting_damage
+    def finish_forget(self, client_name):
+        self.chunk_indexing.finish_forget(client_name)
 
     @reporting_damage
     def remove_unused_chunks(self, client_name, candidate_chunk_ids):

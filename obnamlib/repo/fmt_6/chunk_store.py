@@ -134,6 +134,7 @@ class ChunkStore:
         self.listed_dir = None    # the chunk directory last listed, and
         self.listed_names = set()  # the names it held then
         self.fetched = FetchedChunks(CACHE_BYTES, CACHE_CHUNKS)
+        self.journal = None       # the locked client's ChunkJournal
 
     def put(self, data):
         """Write a new chunk file (maybe still in progress: see flush);
@@ -144,6 +145,7 @@ class ChunkStore:
             chunk_id = self.next_id
             self.next_id = (chunk_id + 1) % MAX_ID
             path = idpath(chunk_id)
+            self._record(chunk_id)
             if self.writer is not None:
                 if self._is_free(chunk_id, path):
                     # Noted first: an interruption inside create_file must
@@ -156,7 +158,34 @@ class ChunkStore:
                 self._note_written(chunk_id)
                 self.since_commit.append(chunk_id)
                 return chunk_id
+            # Another run's chunk: our record must not name it.
+            if self.journal is not None:
+                self.journal.cut_before(chunk_id)
             self.next_id = None
+
+    def _record(self, chunk_id):
+        """The id is in the client's journal before any file may get it,
+        so a killed run's successor finds the file (chunk_journal)."""
+        if self.journal is not None and not self.journal.covers(chunk_id):
+            self.journal.reserve(chunk_id)
+
+    def ids_in_range(self, first, last):
+        """The ids first..last that have a chunk file at the default
+        idpath: one listing per chunk directory the range touches."""
+        found = []
+        block = first
+        while block <= last:
+            dirname = idpath(block).rsplit('/', 1)[0]
+            try:
+                names = self.fs.listdir(dirname)
+            except FileNotFoundError:
+                names = []
+            for name in names:
+                chunk_id = parse_chunk_name(name)
+                if chunk_id is not None and first <= chunk_id <= last:
+                    found.append(chunk_id)
+            block = ((block >> IDPATH_SKIP) + 1) << IDPATH_SKIP
+        return sorted(set(found))
 
     def _is_free(self, chunk_id, path):
         """No chunk file has this name (per one listing per directory) and

@@ -192,6 +192,7 @@ class RepositoryFormat6(GenerationMethods, ChunkMethods,
         # New chunks matter only once this client commits, which waits for
         # them: until then they are written behind (chunk_writer).
         self.chunks.write_behind(True)
+        self.chunk_indexing.client_locked(client_name)
 
     @reporting_damage
     def commit_client(self, client_name, now=None):

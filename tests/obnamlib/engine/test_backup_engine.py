@@ -846,6 +846,37 @@ def test_file_changing_while_read_is_reported_and_old_version_kept(
     assert read_back(repo, gens[1], os.fsencode(live / 'log')) == b'first'
 
 
+def chunks_nothing_uses(repo_dir, client='host'):
+    """(chunk files no generation uses, index entries of chunks no
+    generation uses)."""
+    repo, gens = generations(repo_dir, client)
+    used = set()
+    for gen in gens:
+        used |= repo.get_generation_chunk_ids(gen)
+    chunklist, chunksums = repo.get_chunk_index_entries()
+    return (set(repo.get_chunk_ids()) - used,
+            {chunk_id for chunk_id, _ in chunklist} - used |
+            {chunk_id for _, chunk_id, _ in chunksums} - used)
+
+
+@pytest.mark.parametrize('checkpoint', [0, 3 * 4096])
+def test_a_file_that_changed_while_read_leaves_no_chunk_behind(
+        tmp_path, checkpoint):
+    """Its chunks are neither indexed nor kept, also when a checkpoint
+    came while it was being read."""
+    live = tmp_path / 'live'
+    live.mkdir()
+    (live / 'log').write_bytes(os.urandom(8 * 4096))
+    (live / 'other').write_bytes(os.urandom(8 * 4096))
+    progress = backup(tmp_path / 'repo', [live], fs=Appending(live_fs()),
+                      chunk_size=4096, checkpoint=checkpoint)
+    assert len(progress.error_lines) == 2
+    assert chunks_nothing_uses(tmp_path / 'repo') == (set(), set())
+    repo, gens = generations(tmp_path / 'repo')
+    assert [repo.file_exists(gens[-1], os.fsencode(live / name))
+            for name in ('log', 'other')] == [False, False]
+
+
 def test_summary_and_statistics_lines_are_exact():
     now = [1000.0]
     progress = backup_progress.BackupProgress(clock=lambda: now[0])
@@ -975,15 +1006,19 @@ def test_lost_connection_ends_the_run_at_once_keeping_checkpoints(
     assert len(checkpoints) >= 2
     assert {repo.get_generation_key(g, ri.GEN_IS_CHECKPOINT)
             for g in checkpoints} == {1}
-    # Chunks written after the last checkpoint were removed again.
+    # Chunks written after the last checkpoint were removed again; the
+    # file that checkpoint cut in two keeps its chunk for the next run.
     chunklist, _ = repo.get_chunk_index_entries()
-    assert set(repo.get_chunk_ids()) == {chunk_id for chunk_id, _ in chunklist}
+    assert len(set(repo.get_chunk_ids()) -
+               {chunk_id for chunk_id, _ in chunklist}) == 1
     progress = backup(tmp_path / 'repo', [live], chunk_size=4096,
                       checkpoint=10 * 4096)
     assert progress.error_lines == []
     repo, gens = generations(tmp_path / 'repo')
     assert gens[:len(checkpoints)] == checkpoints
     assert_generation_is(repo, gens[-1], live, live_manifest(live))
+    chunklist, _ = repo.get_chunk_index_entries()
+    assert set(repo.get_chunk_ids()) == {chunk_id for chunk_id, _ in chunklist}
 
 
 def test_lost_connection_at_a_root_is_not_a_missing_root(tmp_path):

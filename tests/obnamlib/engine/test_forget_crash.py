@@ -136,3 +136,34 @@ def test_forget_killed_anywhere_keeps_kept_generations(template, scratch):
                 expected[number], limit
         shutil.rmtree(path)
     assert partly_done > 0      # some kills came between the two removals
+
+
+def unused_chunks(repo):
+    """(chunk files, index entries) of chunks no generation uses."""
+    used = set()
+    for gen in repo.get_generation_ids(h.CLIENT):
+        used |= repo.get_generation_chunk_ids(gen)
+    chunklist, chunksums = repo.get_chunk_index_entries()
+    indexed = {c for c, _ in chunklist} | {c for _, c, _ in chunksums}
+    return set(repo.get_chunk_ids()) - used, indexed - used
+
+
+@pytest.mark.slow
+def test_forget_killed_anywhere_then_rerun_leaves_no_unused_chunk(
+        template, scratch):
+    """The rerun (its marker tells it an earlier forget was killed) frees
+    what the killed one had dropped from the generations only."""
+    total, _ = forget_with_limit(
+        shutil.copytree(template, os.path.join(scratch, 'rerun-full')), 0)
+    left_before_rerun = 0
+    for limit in range(1, total + 1):
+        path = shutil.copytree(template,
+                               os.path.join(scratch, 'rerun%d' % limit))
+        forget_with_limit(path, limit)
+        h.open_repo(path).force_locks()
+        left_before_rerun += unused_chunks(h.open_repo(path)) != (set(), set())
+        _, killed = forget_with_limit(path, None)
+        assert not killed
+        assert unused_chunks(h.open_repo(path)) == (set(), set()), limit
+        shutil.rmtree(path)
+    assert left_before_rerun > 0     # some kills left something to free

@@ -1,0 +1,66 @@
+"""Chunk files an unfinished run of a client left (#27): the ones in its
+journal's ranges (chunk_journal) that no index names.
+
+Another client's running backup can refer to a chunk only through the
+committed indexes or its own session, and a chunk id of this client's
+journal is in no other client's session (ranges end before a chunk
+someone else wrote), so such a chunk is this client's alone: its next
+run, holding the client's lock, may reuse it or remove it.  One that a
+generation newer than the journal uses was committed with the client and
+only lacks its index entries (or its chunksums entry: a kill between
+the two index commits).
+"""
+
+from obnamlib import errors
+
+
+class Leftovers:
+    """`unused`: no generation uses them; `used`: a newer generation does
+    (they need index entries)."""
+
+    def __init__(self, unused, used):
+        self.unused = unused
+        self.used = used
+
+
+def find(chunks, indexes, journal, forest):
+    """The leftovers of the journal's inherited ranges, now."""
+    ranges = journal.leftover_ranges()
+    if not ranges:
+        return Leftovers([], [])
+    newer = [forest.generation(number)
+             for number in forest.generation_ids() if number > journal.newest]
+    unused, used = [], []
+    for first, last in ranges:
+        for chunk_id in chunks.ids_in_range(first, last):
+            if has_users(indexes, chunk_id):
+                continue
+            if any(gen.uses_chunk(chunk_id) for gen in newer):
+                used.append(chunk_id)
+            else:
+                unused.append(chunk_id)
+    return Leftovers(unused, used)
+
+
+def has_users(indexes, chunk_id):
+    """Whether chunksums names a user of the chunk.  A chunklist entry
+    alone is what a kill between the two index commits leaves (chunklist
+    first, format-6.md §10.2)."""
+    checksum = indexes.checksum(chunk_id)
+    return checksum is not None and bool(indexes.users(checksum, chunk_id))
+
+
+def contents(chunks, chunk_ids, batch=256):
+    """(chunk id, content) of each chunk that reads back whole (read in
+    batches where the storage can: SFTP); one that a kill cut short (it
+    does not decrypt, or is gone) is left out."""
+    for start in range(0, len(chunk_ids), batch):
+        some = chunk_ids[start:start + batch]
+        chunks.prefetch(some)
+        for chunk_id in some:
+            try:
+                data = chunks.get(chunk_id)
+            except (OSError, ValueError, errors.ObnamError) as e:
+                errors.reraise_fatal(e)
+                continue
+            yield chunk_id, data
