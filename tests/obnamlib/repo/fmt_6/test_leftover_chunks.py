@@ -188,3 +188,18 @@ def test_a_forget_marker_is_placed_once(tmp_path):
     assert forget_marker.place(repo.fs, client_id) is True
     forget_marker.take_away(repo.fs, client_id)
     assert not repo.fs.exists(forget_marker.marker_path(client_id))
+
+
+def test_a_chunk_the_kill_cut_short_is_not_reused_but_removed(tmp_path):
+    new_repository(tmp_path, CLIENT).close()
+    whole, cut = killed_run(tmp_path, [b'whole', b'cut short'])
+    with open(os.path.join(str(tmp_path), idpath(cut)), 'r+b') as f:
+        f.truncate(0)
+    repo, stored, reused, removed = next_run(
+        tmp_path, {b'/f': [b'whole', b'cut short']})
+    assert (reused, removed) == (1, 1)
+    assert stored[b'/f'][0] == whole and stored[b'/f'][1] != cut
+    repo = open_repo(tmp_path)
+    assert [repo.get_chunk_content(c) for c in stored[b'/f']] == \
+        [b'whole', b'cut short']
+    assert cut not in repo.get_chunk_ids()
