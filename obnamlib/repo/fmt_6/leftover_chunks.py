@@ -4,8 +4,10 @@ journal's ranges (chunk_journal) that no index names.
 Another client's running backup can refer to a chunk only through the
 committed indexes or its own session, and a chunk id of this client's
 journal is in no other client's session (ranges end before a chunk
-someone else wrote), so such a chunk is this client's alone: its next
-run, holding the client's lock, may reuse it or remove it.  One that a
+someone else wrote; another run would have to draw its random start in
+the unused tail of a range, odds of 4096 in 2^64 per run), so such a
+chunk is this client's alone: its next run, holding the client's lock,
+may reuse it or remove it.  One that a
 generation newer than the journal uses was committed with the client and
 only lacks its index entries (or its chunksums entry: a kill between
 the two index commits).
