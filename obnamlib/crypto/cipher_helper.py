@@ -110,6 +110,10 @@ class _Inbox:
                          for _ in range(request[3])] \
                     if request[0] == 'create' else []
             except EOFError:
+                # The parent went without saying 'stop': it died (a
+                # SIGKILL).  What it queued is unwanted, and files it
+                # never heard of would be left behind for nobody.
+                self._drop_queued()
                 request, parts = ('stop',), []
             except BaseException as e:
                 request, parts = e, []
@@ -119,6 +123,12 @@ class _Inbox:
             self._put(request, parts)
             if last:
                 return
+
+    def _drop_queued(self):
+        with self.ready:
+            self.items.clear()
+            self.bytes = 0
+            self.ready.notify_all()
 
     def _put(self, request, parts):
         size = _size(parts)

@@ -62,6 +62,20 @@ def test_releases_reach_the_ring_and_are_not_work(inbox_with_ring):
     parent.close()
 
 
+def test_work_queued_by_a_parent_that_died_is_dropped(inbox_with_ring):
+    """The pipe ends without 'stop' (the parent was killed): no create
+    still queued is made, so a killed run leaves no file it never knew."""
+    inbox, parent, ring = inbox_with_ring()
+    for i in range(3):
+        parent.send(('sync',))
+    parent.close()
+    for thread in threading.enumerate():
+        if thread.name == 'inbox':
+            thread.join(60)
+    assert inbox.get() == (('stop',), [])
+    assert not inbox.items
+
+
 def test_the_end_of_requests_stops_the_ring(inbox_with_ring):
     inbox, parent, ring = inbox_with_ring()
     parent.send(('stop',))
