@@ -146,6 +146,10 @@ class GenerationTree:
         result = []
         for _, value in self.tree.lookup_range(
                 *keys.file_range(file_id, keys.FILE_CHUNKS)):
+            if len(value) % 8:
+                raise errors.RepositoryCorrupt(
+                    what='chunk list of a file',
+                    reason='%d bytes, not a multiple of 8' % len(value))
             result.extend(struct.unpack('!%dQ' % (len(value) // 8), value))
         return result
 

@@ -327,3 +327,25 @@ def test_a_plain_generation_number_means_the_client_last_used(tmp_path):
     gen = repo.get_generation_ids('c')[0]
     assert repo.get_metadata(int(gen), b'/') == repo.get_metadata(gen, b'/')
     assert repo.get_metadata(int(gen), b'/').st_mode == dir_md().st_mode
+
+
+def test_a_chunk_list_of_the_wrong_size_is_corruption(tmp_path):
+    """A stored chunk-id list whose length is no multiple of 8 (a flipped
+    byte in a node can make one) is RepositoryCorrupt, not a crash
+    (found by the fuzz hunt: 'unpack requires a buffer of 40 bytes')."""
+    from obnamlib import errors
+    from obnamlib.repo.fmt_6 import keys
+    from tests.obnamlib.repo_interface_conformance import dir_md
+    url = str(tmp_path / 'repo')
+    repo = new_repository(url, 'c')
+    repo.lock_client('c')
+    gen = repo.create_generation('c')
+    repo.set_metadata(gen, b'/', dir_md())
+    repo.set_metadata(gen, b'/f', dir_md())
+    repo.set_file_chunk_ids(gen, b'/f', [1, 2])
+    tree = repo._writable_generation(gen)
+    file_id = tree.file_id(b'/f')
+    tree.tree.insert(keys.file_key(file_id, keys.FILE_CHUNKS), b'\0' * 41)
+    with pytest.raises(errors.RepositoryCorrupt) as e:
+        repo.get_file_chunk_ids(gen, b'/f')
+    assert 'not a multiple of 8' in str(e.value)
