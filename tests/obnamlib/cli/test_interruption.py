@@ -176,3 +176,57 @@ def test_an_interrupted_encrypted_backup_leaves_no_chunk_behind(
     fsck = subprocess.run(obnam(repo, tmp_path, 'fsck', *encrypted),
                           capture_output=True, timeout=120)
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+
+
+def run_on_terminal_until(argv, ready, typed, deadline=120):
+    """Run argv on a new pseudo-terminal; once ready() is true, type
+    `typed` on it.  (everything the terminal showed, exit code)."""
+    import pty
+    import select
+    pid, fd = pty.fork()
+    if pid == 0:    # pragma: no cover (child)
+        try:
+            os.execve(argv[0], argv, {'PATH': '/usr/bin:/bin',
+                                      'TERM': 'xterm', 'LC_ALL': 'C.UTF-8'})
+        finally:
+            os._exit(127)
+    shown, sent, status = b'', False, None
+    end = time.monotonic() + deadline
+    while True:
+        assert time.monotonic() < end, shown
+        if not sent and ready():
+            os.write(fd, typed)
+            sent = True
+        if select.select([fd], [], [], 0.05)[0]:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:     # the child closed the terminal
+                chunk = b''
+            shown += chunk
+            if not chunk:
+                break
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return shown, os.waitstatus_to_exitcode(status), sent
+
+
+def test_ctrl_c_typed_on_a_terminal_during_a_backup(tmp_path):
+    """As a person does it: the terminal turns ^C into SIGINT for obnam;
+    the notice is shown, obnam exits 255, no lock stays, fsck is clean."""
+    src, repo = tmp_path / 'src', tmp_path / 'repo'
+    src.mkdir()
+    (src / 'zeros').write_bytes(bytes(1024 * 1024))
+    first = subprocess.run(obnam(repo, tmp_path, 'backup', str(src)),
+                           capture_output=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    with open(src / 'holes', 'wb') as f:
+        f.truncate(64 * 1024 ** 3)
+    shown, code, sent = run_on_terminal_until(
+        obnam(repo, tmp_path, '--checkpoint=1T', 'backup', str(src)),
+        ready=lambda: bool(lock_files(repo)), typed=b'\x03')
+    assert sent and code == 255, shown
+    assert (NOTICE % b'obnam').rstrip(b'\n') in shown.replace(b'\r', b'')
+    assert lock_files(repo) == []
+    fsck = subprocess.run(obnam(repo, tmp_path, 'fsck'),
+                          capture_output=True, timeout=120)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
