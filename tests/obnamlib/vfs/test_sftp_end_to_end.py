@@ -245,15 +245,9 @@ def test_dropped_connection_mid_backup_then_resume(work):
              'c', '--to', str(work / 'restored')))
     live = str(work / 'live')
     assert manifest(str(work / 'restored') + live) == manifest(live)
-    # The cut run's chunk files are orphans (as after a crash in Obnam
-    # 1.x): fsck names only those, and --fsck-rm-unused drops them.
-    code, out, err = obnam(sshd, work / 'home', 'fsck', '-r', repo)
-    problems = err.decode().splitlines()
-    assert code == 1 and problems[-1].startswith('ERROR: ')
-    assert problems[:-1] and all(
-        re.fullmatch('chunk [0-9a-f]+ not used by anyone', line)
-        for line in problems[:-1]), problems
-    obnam(sshd, work / 'home', 'fsck', '--fsck-rm-unused', '-r', repo)
+    # The cut run's chunk files were orphans after a crash in Obnam 1.x
+    # (and here until its chunk record): the next backup of the client
+    # reuses or removes them, so fsck is clean without --fsck-rm-unused.
     out = ok(obnam(sshd, work / 'home', 'fsck', '-r', repo))
     assert out.endswith(b': no problems\n')
 
