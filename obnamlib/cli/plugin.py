@@ -57,6 +57,19 @@ class ObnamPlugin:
         """Called once settings are final and `self.app.ui` exists, before
         the subcommand runs: for checks and notices about settings."""
 
+    @property
+    def client_name(self):
+        """The client the command works on (--client-name)."""
+        return self.app.settings['client-name']
+
+    def require_client(self, repo):
+        """Fail clearly when the repository has no such client, before
+        any generation is looked up."""
+        if self.client_name not in repo.get_client_names():
+            raise errors.ClientDoesNotExistError(
+                client=self.client_name,
+                repo=self.app.settings['repository'])
+
     def not_implemented(self, what):
         """Fail clearly instead of doing the wrong thing."""
         raise NotImplementedYet(what=what)

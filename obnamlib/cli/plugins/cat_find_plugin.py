@@ -36,16 +36,6 @@ class CatFindPlugin(plugin.ObnamPlugin):
         add('cat', self.cat, arg_synopsis='FILE...')
         add('find', self.find, arg_synopsis='PATTERN...')
 
-    @property
-    def client_name(self):
-        return self.app.settings['client-name']
-
-    def _require_client(self, repo):
-        if self.client_name not in repo.get_client_names():
-            raise errors.ClientDoesNotExistError(
-                client=self.client_name,
-                repo=self.app.settings['repository'])
-
     def _binary_output(self):
         """The output's byte stream, after any text written before."""
         self.app.ui.output.flush()
@@ -69,7 +59,7 @@ class CatFindPlugin(plugin.ObnamPlugin):
             raise WrongNumberOfGenerationsForCat()
         paths = [listing.normalise_path(os.fsencode(arg)) for arg in args]
         with self.app.open_repository() as repo:
-            self._require_client(repo)
+            self.require_client(repo)
             gen = repo.interpret_generation_spec(self.client_name, specs[0])
             reader = file_reader.FileReader(repo, gen, self.client_name)
             files = [(path, reader.regular_file(path)) for path in paths]
@@ -103,7 +93,7 @@ class CatFindPlugin(plugin.ObnamPlugin):
         patterns = [finder.Pattern(os.fsencode(arg)) for arg in args]
         found = False
         with self.app.open_repository() as repo:
-            self._require_client(repo)
+            self.require_client(repo)
             out = self._binary_output()
             for gen_id, path in finder.find(repo, self._searched(repo),
                                             patterns):

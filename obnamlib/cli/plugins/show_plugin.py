@@ -78,16 +78,6 @@ class ShowPlugin(plugin.ObnamPlugin):
 
     # --- helpers ---------------------------------------------------------
 
-    @property
-    def client_name(self):
-        return self.app.settings['client-name']
-
-    def require_client(self, repo):
-        if self.client_name not in repo.get_client_names():
-            raise errors.ClientDoesNotExistError(
-                client=self.client_name,
-                repo=self.app.settings['repository'])
-
     def out(self, line):
         write_line(self.app.ui.output, line)
 
