@@ -55,11 +55,8 @@ class FilesMixin:
         """Every FSTAT and FIRST_READS READs in flight; then the rest of
         every larger file, together.  (READs past the end cost the server
         a short EOF reply, but no round trip.)"""
-        first = FIRST_READS
         sent = [(self._send(codec.CMD_FSTAT, handle),
-                 [(offset, self._send(codec.CMD_READ, handle, int64(offset),
-                                      CHUNK))
-                  for offset in range(0, first * CHUNK, CHUNK)])
+                 send_reads(self, handle, 0, FIRST_READS * CHUNK))
                 for handle in handles]
         sizes, data = [], []
         for path, (fstat, reads) in zip(paths, sent):
