@@ -338,8 +338,10 @@ def test_nothing_is_drawn_after_a_finished_display(tmp_path, hide_ttystatus):
 
 
 @pytest.mark.timeout(60)
-def test_quiet_run_draws_nothing_on_the_terminal(tmp_path):
-    terminal, stdout = run_under_terminal(tmp_path, quiet=True)
+@pytest.mark.parametrize('hide_ttystatus', [False, True])
+def test_quiet_run_draws_nothing_on_the_terminal(tmp_path, hide_ttystatus):
+    terminal, stdout = run_under_terminal(tmp_path, quiet=True,
+                                          hide_ttystatus=hide_ttystatus)
     assert terminal == b''
     assert stdout == b'a result\nNullProgress\n'
 
@@ -359,14 +361,6 @@ def test_without_ttystatus_the_line_fits_the_terminal(tmp_path):
                                      hide_ttystatus=True, columns=20,
                                      text='/a/rather/long/path/name/here')
     assert terminal == b'\r/a/rather/long/path\x1b[K\r\x1b[K'
-
-
-@pytest.mark.timeout(60)
-def test_without_ttystatus_quiet_draws_nothing(tmp_path):
-    terminal, stdout = run_under_terminal(tmp_path, quiet=True,
-                                          hide_ttystatus=True)
-    assert terminal == b''
-    assert stdout == b'a result\nNullProgress\n'
 
 
 @pytest.mark.timeout(60)
