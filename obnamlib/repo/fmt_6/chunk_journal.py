@@ -152,7 +152,8 @@ def format_record(newest, ranges):
 
 
 def parse(text):
-    """(ranges, newest generation); ValueError if incomplete."""
+    """(ranges, newest generation); ValueError if incomplete or a range
+    is no range of chunk ids."""
     lines = text.decode('ascii').split('\n')
     if lines[-2:] != ['end', ''] or not lines[0].startswith('newest '):
         raise ValueError('incomplete chunk record')
@@ -162,5 +163,8 @@ def parse(text):
         word, first, last = line.split()
         if word != 'range':
             raise ValueError(line)
-        ranges.append((int(first, 16), int(last, 16)))
+        first, last = int(first, 16), int(last, 16)
+        if not 0 <= first <= last <= MAX_ID:
+            raise ValueError(line)
+        ranges.append((first, last))
     return ranges, newest

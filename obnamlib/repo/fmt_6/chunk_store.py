@@ -31,6 +31,9 @@ IDPATH_SKIP = 13
 _MASK = (1 << IDPATH_BITS) - 1
 _NOT_CHUNKS = ('lock', 'key', 'userkeys')
 
+# A wider range of ids is looked for by a walk of every chunk directory.
+RANGE_LISTINGS = 256
+
 # Chunks read ahead (prefetch) and kept for get, at most.
 CACHE_BYTES = 64 * 1024 * 1024
 CACHE_CHUNKS = 256
@@ -171,7 +174,13 @@ class ChunkStore:
 
     def ids_in_range(self, first, last):
         """The ids first..last that have a chunk file at the default
-        idpath: one listing per chunk directory the range touches."""
+        idpath: one listing per chunk directory the range touches, or a
+        walk of them all for a range wider than RANGE_LISTINGS blocks (a
+        damaged journal may name any range: listing 2^51 directories
+        would never end)."""
+        if (last >> IDPATH_SKIP) - (first >> IDPATH_SKIP) >= RANGE_LISTINGS:
+            return sorted(chunk_id for chunk_id in self.ids()
+                          if first <= chunk_id <= last)
         found = []
         block = first
         while block <= last:

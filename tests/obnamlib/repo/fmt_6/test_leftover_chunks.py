@@ -3,6 +3,8 @@ run's reuse and removal of its chunks (chunk_journal, leftover_chunks)."""
 
 import os
 
+import pytest
+
 from obnamlib.repo import factory as repo_factory
 from obnamlib.repo.fmt_6 import chunk_journal, forget_marker
 from obnamlib.repo.fmt_6.chunk_journal import ChunkJournal
@@ -44,6 +46,14 @@ def killed_run(path, contents, commit_client=False, starts=()):
     repo.chunks.close()         # the files are written, as by a kill later
     open_repo(path).force_locks()
     return ids
+
+
+def new_repository_with_client_b(path):
+    repo = new_repository(path, CLIENT)
+    repo.lock_client_list()
+    repo.add_client('b')
+    repo.commit_client_list()
+    repo.close()
 
 
 def journal_of(path, client=CLIENT):
@@ -125,11 +135,7 @@ def test_chunks_a_committed_generation_uses_get_their_index_entries(
 def test_another_clients_running_backup_keeps_its_chunks(tmp_path):
     """Client B stores the same content as A's killed run, uncommitted,
     while A's next run reuses and removes A's leftovers; B then commits."""
-    repo = new_repository(tmp_path, CLIENT)
-    repo.lock_client_list()
-    repo.add_client('b')
-    repo.commit_client_list()
-    repo.close()
+    new_repository_with_client_b(tmp_path)
     a_ids = killed_run(tmp_path, [b'same', b'only a'])
     other = open_repo(tmp_path)
     other.lock_client('b')
@@ -203,3 +209,37 @@ def test_a_chunk_the_kill_cut_short_is_not_reused_but_removed(tmp_path):
     assert [repo.get_chunk_content(c) for c in stored[b'/f']] == \
         [b'whole', b'cut short']
     assert cut not in repo.get_chunk_ids()
+
+
+def test_a_journal_naming_every_id_removes_only_its_clients_leftovers(
+        tmp_path):
+    """A damaged or hostile journal whose range covers every chunk id:
+    the next run finishes (no listing of 2^51 directories), keeps the
+    chunk another client's indexes name, and removes the leftovers."""
+    new_repository_with_client_b(tmp_path)
+    other = open_repo(tmp_path)
+    other.lock_client('b')
+    other.lock_chunk_indexes()
+    b_id = other.put_chunk_content(b'of b')
+    other.put_chunk_into_indexes(b_id, b'of b', 'b')
+    other.set_file_chunk_ids(other.create_generation('b'), b'/b', [b_id])
+    other.commit_client('b')
+    other.commit_chunk_indexes()
+    a_ids = killed_run(tmp_path, [b'left', b'over'])
+    repo = open_repo(tmp_path)
+    path = '%d/%s' % (repo.get_client_id(CLIENT), chunk_journal.JOURNAL_NAME)
+    repo.fs.write_file(path, b'newest 0\nrange 0 ffffffffffffffff\nend\n')
+    _, stored, _, removed = next_run(tmp_path, {b'/f': [b'new']})
+    assert removed == 2
+    repo = open_repo(tmp_path)
+    assert sorted(repo.get_chunk_ids()) == sorted([b_id] + stored[b'/f'])
+    assert repo.get_chunk_content(b_id) == b'of b'
+    assert not set(a_ids) & set(repo.get_chunk_ids())
+    assert not repo.fs.exists(path)
+
+
+def test_a_record_with_no_range_of_chunk_ids_is_unreadable():
+    for line in (b'range -5 10', b'range 10 5', b'range 0 1ffffffffffffffff',
+                 b'range 1', b'span 1 2'):
+        with pytest.raises(ValueError):
+            chunk_journal.parse(b'newest 3\n' + line + b'\nend\n')
