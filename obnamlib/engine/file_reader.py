@@ -14,7 +14,7 @@ import hashlib
 import stat
 
 import obnamlib.errors
-from obnamlib.engine.read_ahead import HintSchedule, chunk_size_guess
+from obnamlib.engine.read_ahead import HintedContent
 
 
 class IsADirectory(obnamlib.errors.ObnamError):
@@ -54,7 +54,7 @@ class FileReader:
         self.repo = repo
         self.gen = gen_id
         self.client_name = client_name
-        self.hints = HintSchedule()
+        self.hinted = HintedContent(repo, gen_id)
         self.expecting = False
 
     def regular_file(self, path):
@@ -96,18 +96,7 @@ class FileReader:
         if chunk_ids and not self.expecting:
             self.repo.expect_chunk_reads()
             self.expecting = True
-        for i, chunk_id in enumerate(chunk_ids):
-            if self.hints.due(chunk_id):
-                self._hint(md, chunk_ids, i)
-            yield self.repo.get_chunk_content(chunk_id)
-
-    def _hint(self, md, chunk_ids, start):
-        """Announce the file's chunks from `start` (one read-ahead window)."""
-        window = self.hints.window(chunk_ids[start])
-        window.add(chunk_ids[start:], chunk_size_guess(md, chunk_ids))
-        self.hints.sent(window)
-        if window.chunk_ids:
-            self.repo.prefetch_chunks(window.chunk_ids)
+        yield from self.hinted.content(path, md, chunk_ids)
 
 
 def _kind(mode):

@@ -1,6 +1,6 @@
 """Prefetch hints for the engines that read files' chunks in a walk's
-order (restore, verify): which chunk calls for the next hint, and the
-chunk ids one hint names.
+order (restore, verify, cat): which chunk calls for the next hint, the
+chunk ids one hint names, and the one loop that reads them (HintedContent).
 
 A hint (`repo.prefetch_chunks`) names at most READ_AHEAD_CHUNKS chunks
 and about READ_AHEAD_BYTES of data (estimated from the files' sizes);
@@ -70,3 +70,41 @@ def chunk_size_guess(md, chunk_ids):
     if not chunk_ids or not md.st_size:
         return 0
     return -(-md.st_size // len(chunk_ids))
+
+
+class HintedContent:
+    """Regular files' content of generation `gen_id` of `repo`, piece by
+    piece (the data stored in the tree, or each chunk), with a prefetch
+    hint before every chunk the schedule calls one for: the rest of the
+    file, then what add_upcoming(window) adds (the files a walk reaches
+    next; restore, verify).  The one copy of that loop for every engine
+    that reads files' content in order."""
+
+    def __init__(self, repo, gen_id, add_upcoming=None):
+        self.repo = repo
+        self.gen = gen_id
+        self.add_upcoming = add_upcoming
+        self.hints = HintSchedule()
+
+    def content(self, path, md, chunk_ids=None):
+        """The content of path (metadata md); chunk_ids, if the caller
+        already has them, says it is in chunks and which."""
+        if chunk_ids is None:
+            in_tree = self.repo.get_file_data(self.gen, path)
+            if in_tree is not None:
+                yield in_tree
+                return
+            chunk_ids = self.repo.get_file_chunk_ids(self.gen, path)
+        for i, chunk_id in enumerate(chunk_ids):
+            if self.hints.due(chunk_id):
+                self._hint(md, chunk_ids, i)
+            yield self.repo.get_chunk_content(chunk_id)
+
+    def _hint(self, md, chunk_ids, start):
+        window = self.hints.window(chunk_ids[start])
+        window.add(chunk_ids[start:], chunk_size_guess(md, chunk_ids))
+        if self.add_upcoming is not None:
+            self.add_upcoming(window)
+        self.hints.sent(window)
+        if window.chunk_ids:
+            self.repo.prefetch_chunks(window.chunk_ids)

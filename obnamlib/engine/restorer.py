@@ -39,7 +39,7 @@ import obnamlib.errors
 import obnamlib.engine.live_metadata
 import obnamlib.repo.metadata
 from obnamlib.engine import stored_names
-from obnamlib.engine.read_ahead import (READ_AHEAD_NAMES, HintSchedule,
+from obnamlib.engine.read_ahead import (READ_AHEAD_NAMES, HintedContent,
                                         chunk_size_guess)
 
 
@@ -409,7 +409,7 @@ class _ContentFetcher:
         self.gen = gen_id
         self.will_link = will_link
         self.walk = None          # the restore walk's levels, while walking
-        self.hints = HintSchedule()
+        self.hinted = HintedContent(repo, gen_id, self._add_upcoming)
         self.peeked = {}          # path -> (metadata, chunk ids) looked ahead
 
     def peeked_metadata(self, path):
@@ -418,34 +418,20 @@ class _ContentFetcher:
         return None if peeked is None else peeked[0]
 
     def content(self, path, md):
-        """The file's content, piece by piece, announcing chunks ahead."""
+        """The file's content, piece by piece, announcing chunks ahead (a
+        peeked file's content is in chunks)."""
         peeked = self.peeked.pop(path, None)
-        if peeked is None:      # a peeked file's content is in chunks
-            data = self.repo.get_file_data(self.gen, path)
-            if data is not None:
-                yield data
-                return
-        chunk_ids = (peeked[1] if peeked is not None else
-                     self.repo.get_file_chunk_ids(self.gen, path))
-        for i, chunk_id in enumerate(chunk_ids):
-            if self.hints.due(chunk_id):
-                self._hint(md, chunk_ids, i)
-            yield self.repo.get_chunk_content(chunk_id)
+        return self.hinted.content(
+            path, md, None if peeked is None else peeked[1])
 
-    def _hint(self, md, chunk_ids, start):
-        """Announce the next chunks: this file's from `start`, then the
-        next regular files of the walk, within the read-ahead limits."""
-        window = self.hints.window(chunk_ids[start])
-        window.add(chunk_ids[start:], chunk_size_guess(md, chunk_ids))
+    def _add_upcoming(self, window):
+        """Add the next regular files of the walk to a hint's window."""
         peeked, self.peeked = self.peeked, {}
         for sibling in self._upcoming_files(peeked):
             if window.full():
                 break
             md, ids = self.peeked[sibling]
             window.add(ids, chunk_size_guess(md, ids))
-        self.hints.sent(window)
-        if window.chunk_ids:
-            self.repo.prefetch_chunks(window.chunk_ids)
 
     def _upcoming_files(self, peeked):
         """Paths of the regular files the walk reaches after the current

@@ -25,7 +25,7 @@ import stat as stat_module
 import obnamlib.errors
 import obnamlib.engine.live_metadata
 from obnamlib.engine import stored_names
-from obnamlib.engine.read_ahead import (READ_AHEAD_NAMES, HintSchedule,
+from obnamlib.engine.read_ahead import (READ_AHEAD_NAMES, HintedContent,
                                         chunk_size_guess)
 
 
@@ -60,7 +60,7 @@ class Verifier:
         self.failures = 0
         self.checked = 0
         self.walk_stack = []      # the walk's pending entries (read-ahead)
-        self.hints = HintSchedule()
+        self.hinted = HintedContent(repo, gen_id, self._add_upcoming)
 
     def verify_paths(self, paths):
         """Check everything under each path (post-order)."""
@@ -179,7 +179,7 @@ class Verifier:
             obnamlib.errors.reraise_fatal(e)
             return 'missing or inaccessible: %s' % (_strerror(e),)
         digest = hashlib.md5()
-        chunks = self._backup_content(path, backup)
+        chunks = self.hinted.content(path, backup)
         try:
             reason = _compare_with_live(f, chunks, digest)
             for data in chunks:         # after a difference: is it ours?
@@ -196,23 +196,9 @@ class Verifier:
                     '(%s vs %s)' % (digest.hexdigest(), backup.md5.hex()))
         return reason
 
-    def _backup_content(self, path, backup):
-        in_tree = self.repo.get_file_data(self.gen, path)
-        if in_tree is not None:
-            yield in_tree
-            return
-        chunk_ids = self.repo.get_file_chunk_ids(self.gen, path)
-        for i, chunk_id in enumerate(chunk_ids):
-            if self.hints.due(chunk_id):
-                self._hint(path, chunk_ids[i:],
-                           chunk_size_guess(backup, chunk_ids))
-            yield self.repo.get_chunk_content(chunk_id)
-
-    def _hint(self, path, chunk_ids, chunk_size):
-        """Announce the rest of this file's chunks and those of the regular
-        files the walk checks next, in its order (into directories too)."""
-        window = self.hints.window(chunk_ids[0])
-        window.add(chunk_ids, chunk_size)
+    def _add_upcoming(self, window):
+        """Add the chunks of the regular files the walk checks next, in its
+        order (into directories too), to a hint's window."""
         pending = list(self.walk_stack)
         looked_at = 0
         while pending and not window.full() and \
@@ -231,9 +217,6 @@ class Verifier:
             except obnamlib.errors.ObnamError as e:
                 obnamlib.errors.reraise_fatal(e)
                 continue        # reported when the walk gets there
-        self.hints.sent(window)
-        if window.chunk_ids:
-            self.repo.prefetch_chunks(window.chunk_ids)
 
     def _peek_children(self, path):
         """The walk's entries for the children of path, looked at early."""
