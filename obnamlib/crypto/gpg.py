@@ -42,6 +42,12 @@ class UnreadableKeyFile(errors.ObnamError):
            'SHA512 SHA256 ZLIB ZIP Uncompressed')
 
 
+# What to do when a GnuPG home lacks a key, after "import it" or
+# "import the secret key".
+_IMPORT_ADVICE = ('(gpg --import), or point --gnupghome at the keyring that '
+                  'has it')
+
+
 def no_secret_key(keyid, gnupghome):
     """Obnam 1.x's code (R0C79EX), in one line naming the key, the home
     and what to do."""
@@ -57,9 +63,8 @@ def _missing_key(keyid, gnupghome, kind):
     return errors.GpgError(
         returncode=2, stderr='gpg: %s: No %s key (GnuPG home %s)' % (
             keyid, kind, home),
-        explanation='GnuPG home %s has no %s key %s; import it (gpg '
-        '--import), or point --gnupghome at the keyring that has it' % (
-            home, kind, keyid))
+        explanation='GnuPG home %s has no %s key %s; import it %s' % (
+            home, kind, keyid, _IMPORT_ADVICE))
 
 
 def _environment():
@@ -261,10 +266,9 @@ def decrypt(data, gnupghome=None, what='the data'):
 def missing_secret_key_text(message, gnupghome, what):
     keyids = recipients(message)
     return ('Cannot decrypt %s: it is encrypted for key %s, and GnuPG home '
-            '%s has no secret key for %s; import the secret key (gpg '
-            '--import), or point --gnupghome at the keyring that has it' % (
+            '%s has no secret key for %s; import the secret key %s' % (
                 what, ', '.join(keyids) or '(unknown)', _shown_home(gnupghome),
-                'it' if len(keyids) < 2 else 'any of them'))
+                'it' if len(keyids) < 2 else 'any of them', _IMPORT_ADVICE))
 
 
 def recipients(message):
