@@ -67,6 +67,7 @@ def test_work_queued_by_a_parent_that_died_is_dropped(inbox_with_ring):
     still queued is made, so a killed run leaves no file it never knew."""
     inbox, parent, ring = inbox_with_ring()
     for i in range(3):
+        parent.send(('create', 'chunks/%d' % i, None, 1), [b'data'])
         parent.send(('sync',))
     parent.close()
     for thread in threading.enumerate():
@@ -74,6 +75,7 @@ def test_work_queued_by_a_parent_that_died_is_dropped(inbox_with_ring):
             thread.join(60)
     assert inbox.get() == (('stop',), [])
     assert not inbox.items
+    assert inbox.bytes == 0
 
 
 def test_the_end_of_requests_stops_the_ring(inbox_with_ring):
