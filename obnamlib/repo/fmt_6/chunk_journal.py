@@ -25,6 +25,7 @@ the client, before it first reads the record, so it reads it whole.
 
 import logging
 
+from obnamlib import errors
 from obnamlib.repo.fmt_6.keys import MAX_ID
 
 JOURNAL_NAME = 'chunks-in-progress'
@@ -59,14 +60,22 @@ class ChunkJournal:
             text = self.fs.read_file(self.path)
         except FileNotFoundError:
             return [], 0
+        except errors.ObnamError as e:
+            errors.reraise_fatal(e)
+            return self._unreadable(e)
         self.on_disk = True
         try:
             return parse(text)
-        except ValueError:
-            # Torn by a crash mid-write: what it named is lost (left for
-            # fsck), but the run goes on and replaces it.
-            logging.warning('ignoring unreadable %s', self.path)
-            return [], 0
+        except ValueError as e:
+            return self._unreadable(e)
+
+    def _unreadable(self, error):
+        """Torn by a crash mid-write, or damaged (no filter tag, does not
+        decrypt): what it named is lost (left for fsck), but the run goes
+        on and replaces it."""
+        logging.warning('ignoring unreadable %s: %s', self.path, error)
+        self.on_disk = True
+        return [], 0
 
     def note_newest(self, last_id):
         """The client forest's id counter when it is locked, before a

@@ -56,6 +56,10 @@ def new_repository_with_client_b(path):
     repo.close()
 
 
+def journal_path(repo, client=CLIENT):
+    return '%d/%s' % (repo.get_client_id(client), chunk_journal.JOURNAL_NAME)
+
+
 def journal_of(path, client=CLIENT):
     repo = open_repo(path)
     return ChunkJournal(repo.fs, str(repo.get_client_id(client)))
@@ -174,7 +178,7 @@ def test_a_range_ends_before_a_chunk_someone_else_wrote(tmp_path):
 def test_a_torn_journal_is_ignored_and_replaced(tmp_path):
     new_repository(tmp_path, CLIENT).close()
     repo = open_repo(tmp_path)
-    path = '%d/%s' % (repo.get_client_id(CLIENT), chunk_journal.JOURNAL_NAME)
+    path = journal_path(repo)
     repo.fs.write_file(path, b'newest 3\nrange 10 ')
     assert journal_of(tmp_path).leftover_ranges() == []
     next_run(tmp_path, {b'/f': [b'x']})
@@ -227,7 +231,7 @@ def test_a_journal_naming_every_id_removes_only_its_clients_leftovers(
     other.commit_chunk_indexes()
     a_ids = killed_run(tmp_path, [b'left', b'over'])
     repo = open_repo(tmp_path)
-    path = '%d/%s' % (repo.get_client_id(CLIENT), chunk_journal.JOURNAL_NAME)
+    path = journal_path(repo)
     repo.fs.write_file(path, b'newest 0\nrange 0 ffffffffffffffff\nend\n')
     _, stored, _, removed = next_run(tmp_path, {b'/f': [b'new']})
     assert removed == 2
@@ -243,3 +247,20 @@ def test_a_record_with_no_range_of_chunk_ids_is_unreadable():
                  b'range 1', b'span 1 2'):
         with pytest.raises(ValueError):
             chunk_journal.parse(b'newest 3\n' + line + b'\nend\n')
+
+
+def test_a_journal_that_is_no_filtered_file_is_ignored_and_removed(
+        tmp_path):
+    """Garbage on disk (no filter tag): the next run goes on, leaving
+    the killed run's chunks for fsck, and replaces the record."""
+    new_repository(tmp_path, CLIENT).close()
+    a_ids = killed_run(tmp_path, [b'left'])
+    repo = open_repo(tmp_path)
+    path = journal_path(repo)
+    with open(os.path.join(str(tmp_path), path), 'wb') as f:
+        f.write(b'\xff\xfe garbage \x00')
+    assert journal_of(tmp_path).leftover_ranges() == []
+    _, stored, reused, removed = next_run(tmp_path, {b'/f': [b'left']})
+    assert (reused, removed) == (0, 0)
+    assert stored[b'/f'] != a_ids
+    assert not repo.fs.exists(path)
