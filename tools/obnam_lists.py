@@ -14,17 +14,8 @@ def prepared_app():
     """The application with every setting and subcommand registered, as
     a run has them before it parses the command line."""
     app = obnamlib.cli.app.ObnamApp()
-    app.add_settings()
-    app.setup_plugin_manager()
-    app.enable_plugins()
-    app.add_default_subcommands()
+    app.register_everything()
     return app
-
-
-def visible_commands(app):
-    """Subcommand names, without the hidden ones (as `obnam help`)."""
-    return sorted(name for name in app.subcommands
-                  if name not in app.hidden_subcommands)
 
 
 def all_options(app):

@@ -137,11 +137,15 @@ class Application:
         """One usage line per subcommand, hidden ones (test aids) left out
         (Obnam 1.x listed them: cli.md §1.2); `help-all` names them."""
         lines = []
-        for name in sorted(set(self.subcommands) - self.hidden_subcommands):
+        for name in self.visible_subcommands():
             prefix = 'Usage:' if not lines else ' ' * len('Usage:')
             lines.append('%s %%prog [options] %s %s' % (
                 prefix, name, self.cmd_synopsis.get(name) or ''))
         return '\n'.join(lines)
+
+    def visible_subcommands(self):
+        """Subcommand names, sorted, without the hidden ones (test aids)."""
+        return sorted(set(self.subcommands) - self.hidden_subcommands)
 
     def description_text(self, show_all=False):
         """The program's description, then one `* %prog NAME: summary`
@@ -227,11 +231,7 @@ class Application:
 
     def _run_subcommand(self, args):
         set_process_name(self.progname)
-        self.add_settings()
-        self.setup_plugin_manager()
-        self.enable_plugins()
-        self.add_default_subcommands()
-        self.all_settings_added()
+        self.register_everything()
         args = self.parse_command_line(args)
         self.setup_logging()
         self._logging_ready = True
@@ -244,6 +244,15 @@ class Application:
         self.settings_ready()
         self.process_args(args)
         self.disable_plugins()
+
+    def register_everything(self):
+        """Every setting and subcommand registered, as a run has them
+        before it parses the command line (tools/ list them from here)."""
+        self.add_settings()
+        self.setup_plugin_manager()
+        self.enable_plugins()
+        self.add_default_subcommands()
+        self.all_settings_added()
 
     def parse_command_line(self, args):
         """Both passes over the command line, with the configuration files
