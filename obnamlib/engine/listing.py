@@ -149,11 +149,12 @@ def join(dirname, basename):
 def walk(repo, gen_id, path):
     """(path, metadata) in `ls` order: the directory, its non-directory
     children sorted, then each subdirectory recursively in sorted order.
-    Iterative, so deep trees do not exhaust the stack."""
-    pending = [path]
+    Iterative, so deep trees do not exhaust the stack; each object's
+    metadata is looked up once (a subdirectory's when its parent lists
+    it)."""
+    pending = [(path, repo.get_metadata(gen_id, path))]
     while pending:
-        current = pending.pop()
-        metadata = repo.get_metadata(gen_id, current)
+        current, metadata = pending.pop()
         yield current, metadata
         if not metadata.isdir():
             continue
@@ -162,7 +163,7 @@ def walk(repo, gen_id, path):
             child = join(current, name)
             child_md = repo.get_metadata(gen_id, child)
             if child_md.isdir():
-                subdirs.append(child)
+                subdirs.append((child, child_md))
             else:
                 yield child, child_md
         pending.extend(reversed(subdirs))

@@ -128,6 +128,13 @@ def test_a_path_pattern_walks_only_below_its_literal_directory(history):
     assert repo.lookups > below_src
 
 
+def test_each_object_s_metadata_is_looked_up_once(history):
+    repo, gens, live = history
+    everything = found(repo, gens[:1], b'*')
+    assert (gens[0], live + b'/docs/old') in everything
+    assert repo.lookups == len(everything)
+
+
 def test_a_generation_without_the_directory_costs_no_walk(history):
     repo, gens, live = history
     assert found(repo, gens, b'/nowhere/*') == []
