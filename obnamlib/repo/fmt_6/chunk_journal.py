@@ -23,6 +23,7 @@ index commit: every run of the client takes that lock once after locking
 the client, before it first reads the record, so it reads it whole.
 """
 
+import itertools
 import logging
 
 from obnamlib import errors
@@ -84,9 +85,11 @@ class ChunkJournal:
         self.newest_committed = last_id
 
     def covers(self, chunk_id):
+        """Called per chunk put: the run's newest range, where its next
+        id almost always lies, is looked at first."""
         self._load()
-        return any(first <= chunk_id <= last
-                   for first, last in self.ranges + self.inherited)
+        return any(first <= chunk_id <= last for first, last in
+                   itertools.chain(reversed(self.ranges), self.inherited))
 
     def reserve(self, chunk_id):
         """Record a range starting at chunk_id before it is written."""
