@@ -167,9 +167,11 @@ def completion_list(name):
 def test_completion_lists_every_setting_and_command():
     names = obnam('--dump-setting-names').stdout.decode().split()
     options = completion_list('options')
+    assert 'repository' in names
     assert [n for n in names if '--' + n not in options] == []
     help_text = obnam('help').stdout.decode()
     commands = re.findall(r'^\* obnam ([^:]+):', help_text, re.MULTILINE)
+    assert 'backup' in commands
     assert completion_list('commands') == commands
 
 

@@ -80,6 +80,7 @@ def test_obnam_1_is_what_make_manpages_makes_now():
 
 def test_obnam_1_lists_every_setting_as_an_option():
     options = section(read(OBNAM_1), 'OPTIONS')
+    assert 'repository' in setting_names()
     missing = [name for name in setting_names()
                if '.BR \\-\\-%s' % troff(name) not in options]
     assert missing == []
@@ -89,6 +90,7 @@ def test_obnam_1_explains_every_command():
     commands = section(read(OBNAM_1), 'COMMANDS')
     entries = re.findall(r'^\.TP\n(?:\.B |\\fB)([^\s\\]+(?:\\-[^\s\\]+)*)',
                          commands, re.MULTILINE)
+    assert 'backup' in visible_commands()
     assert entries == [troff(c) for c in visible_commands()]
 
 
