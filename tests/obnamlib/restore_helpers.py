@@ -66,6 +66,15 @@ def store_tree(repo, root, chunk_size=4096, zero_chunk=None):
 
 # --- damage: what restore, verify and fsck tests inject ----------------------
 
+def rewrite_metadata(repo, gen, path, **changes):
+    """Commit path's stored metadata with `changes` (Metadata fields), as
+    a repository written by another tool or damaged might hold it."""
+    repo.lock_client(CLIENT)
+    md = repo.get_metadata(gen, path)
+    repo.set_metadata(gen, path, md.copy(**changes))
+    repo.commit_client(CLIENT)
+
+
 def back_up(repo_path, live, chunk_size=4096, **settings):
     """One generation of live (a directory) made by the real backup engine,
     as client CLIENT; returns (repository, generation id).  settings:

@@ -277,10 +277,7 @@ def test_checksum_mismatch_is_notified_fails_the_run_and_leaves_no_file(world):
     repo = rh.new_repository(tmp / 'repo')
     gen = rh.store_tree(repo, str(live))
     path = os.fsencode(str(live / 'f'))
-    repo.lock_client(rh.CLIENT)
-    md = repo.get_metadata(gen, path)
-    repo.set_metadata(gen, path, md.copy(md5=b'\0' * 16))
-    repo.commit_client(rh.CLIENT)
+    rh.rewrite_metadata(repo, gen, path, md5=b'\0' * 16)
     target = tmp / 'target'
     r, rep = restorer(repo, gen, target)
     with pytest.raises(obnamlib.engine.restorer.RestoreErrors):
@@ -301,11 +298,8 @@ def test_metadata_failure_is_reported_with_r0fc21x(world):
     repo = rh.new_repository(tmp / 'repo')
     gen = rh.store_tree(repo, str(live))
     path = os.fsencode(str(live / 'f'))
-    repo.lock_client(rh.CLIENT)
-    md = repo.get_metadata(gen, path)
-    repo.set_metadata(gen, path,
-                      md.copy(xattr=encode_xattrs([(b'bogus.name', b'v')])))
-    repo.commit_client(rh.CLIENT)
+    rh.rewrite_metadata(repo, gen, path,
+                        xattr=encode_xattrs([(b'bogus.name', b'v')]))
     target = tmp / 'target'
     r, rep = restorer(repo, gen, target)
     with pytest.raises(obnamlib.engine.restorer.RestoreErrors):
@@ -342,11 +336,8 @@ def test_non_root_sets_only_user_xattrs(world):
     repo = rh.new_repository(tmp / 'repo')
     gen = rh.store_tree(repo, str(live))
     path = os.fsencode(str(live / 'f'))
-    repo.lock_client(rh.CLIENT)
-    md = repo.get_metadata(gen, path)
-    repo.set_metadata(gen, path, md.copy(xattr=encode_xattrs(
-        [(b'trusted.t', b'1'), (b'user.u', b'2')])))
-    repo.commit_client(rh.CLIENT)
+    rh.rewrite_metadata(repo, gen, path, xattr=encode_xattrs(
+        [(b'trusted.t', b'1'), (b'user.u', b'2')]))
     target = tmp / 'target'
     r, rep = restorer(repo, gen, target, euid=4321)
     r.restore()
