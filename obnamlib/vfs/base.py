@@ -230,11 +230,8 @@ class VirtualFileSystem(Storage):
 
     @abc.abstractmethod
     def lock(self, path, content=b''):
-        """Create the file exclusively; LockFail if it already exists."""
-
-    @abc.abstractmethod
-    def unlock(self, path):
-        """Remove a lock file made by lock()."""
+        """Create the file exclusively; LockFail if it already exists.
+        (Storage's unlock, remove(path), serves every VFS.)"""
 
     # --- shared by both kinds (str: relative, bytes: absolute) -------------
 

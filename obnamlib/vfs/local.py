@@ -266,9 +266,6 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
         """dirname vanished behind our back (e.g. fsck removed it)."""
         self.known_dirs.discard(dirname)
 
-    def unlock(self, path):
-        os.remove(self._full(path))
-
     def spread_subdirectories(self, path):
         """Make directory path (if needed) and mark it as the top of
         directory hierarchies, so that ext2/3/4 place each directory made

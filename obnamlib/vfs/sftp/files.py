@@ -21,7 +21,7 @@ log = logging.getLogger('obnamlib.vfs.sftp')
 
 class FilesMixin:
     """SftpFS's StorageFS file methods: read_file(s), write_file,
-    create_file(s), lock and unlock."""
+    create_file(s) and lock (unlock is Storage's remove)."""
 
     def _init_files(self):
         self._has_posix_rename = True
@@ -250,9 +250,6 @@ class FilesMixin:
                     raise exists_error(fs_path(path))
                 failure = e
         raise failure
-
-    def unlock(self, path):
-        self.remove(path)
 
 
 def _temp_name(full):
