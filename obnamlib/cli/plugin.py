@@ -70,6 +70,15 @@ class ObnamPlugin:
                 client=self.client_name,
                 repo=self.app.settings['repository'])
 
+    def one_generation_spec(self, error_class):
+        """The one --generation a command that reads one generation
+        takes; `error_class` (the command's own code) if there are more
+        or none."""
+        specs = self.app.settings['generation'] or []
+        if len(specs) != 1:
+            raise error_class()
+        return specs[0]
+
     def not_implemented(self, what):
         """Fail clearly instead of doing the wrong thing."""
         raise NotImplementedYet(what=what)

@@ -54,13 +54,11 @@ class CatFindPlugin(plugin.ObnamPlugin):
         """
         if not args:
             raise NoFileToCat()
-        specs = self.app.settings['generation'] or []
-        if len(specs) != 1:
-            raise WrongNumberOfGenerationsForCat()
+        spec = self.one_generation_spec(WrongNumberOfGenerationsForCat)
         paths = [listing.normalise_path(os.fsencode(arg)) for arg in args]
         with self.app.open_repository() as repo:
             self.require_client(repo)
-            gen = repo.interpret_generation_spec(self.client_name, specs[0])
+            gen = repo.interpret_generation_spec(self.client_name, spec)
             reader = file_reader.FileReader(repo, gen, self.client_name)
             files = [(path, reader.regular_file(path)) for path in paths]
             out = self._binary_output()

@@ -53,12 +53,10 @@ class RestorePlugin(plugin.ObnamPlugin):
             raise NoToError()
         if settings['to'] == '-':
             raise RestoreToStdoutError()
-        specs = settings['generation'] or []
-        if len(specs) != 1:
-            raise WrongNumberOfGenerationSettingsError()
+        spec = self.one_generation_spec(WrongNumberOfGenerationSettingsError)
         client_name = settings['client-name']
         with self.app.open_repository() as repo:
-            gen = repo.interpret_generation_spec(client_name, specs[0])
+            gen = repo.interpret_generation_spec(client_name, spec)
             with vfs.open_vfs(settings['to'], settings) as fs:
                 self._restore(repo, gen, fs, client_name,
                               [os.fsencode(a) for a in args])

@@ -38,8 +38,7 @@ class VerifyPlugin(plugin.ObnamPlugin):
     def verify(self, args):
         """Verify that live data and backed up data match"""
         settings = self.app.settings
-        if len(settings['generation']) != 1:
-            raise WrongNumberOfGenerationsForVerify()
+        spec = self.one_generation_spec(WrongNumberOfGenerationsForVerify)
         roots = list(args) or list(settings['root'])
         if not roots:
             raise obnamlib.cli.settings.RequiredSettingMissing(name='root')
@@ -48,8 +47,7 @@ class VerifyPlugin(plugin.ObnamPlugin):
         try:
             with self.app.open_repository(lock='none') as repo:
                 client = settings['client-name']
-                gen = repo.interpret_generation_spec(
-                    client, settings['generation'][0])
+                gen = repo.interpret_generation_spec(client, spec)
                 checker = obnamlib.engine.verifier.Verifier(
                     repo, fs, gen, self._report, on_file=display.update)
                 count = settings['verify-randomly']
