@@ -28,6 +28,18 @@ def test_a_chunk_counts_as_what_the_storage_wrote_for_it():
     assert progress.overhead_percent == 100.0 * 2000 / 3000
 
 
+def test_each_chunk_of_a_file_counts_once():
+    storage = Storage()
+    progress = backup_progress.BackupProgress(clock=lambda: 0.0)
+    progress.count_uploads_in(storage)
+    progress.found(b'/f', 8192)
+    storage.bytes_written += 1000
+    progress.uploaded(4096)
+    storage.bytes_written += 600
+    progress.uploaded(4096)
+    assert progress.uploaded_bytes == 1600
+
+
 def test_without_a_storage_a_chunk_counts_as_its_data():
     progress = backup_progress.BackupProgress(clock=lambda: 0.0)
     progress.uploaded(4096)
