@@ -280,17 +280,20 @@ def test_strict_ssh_host_keys_overrides_no(sshd, transport, tmp_path):
         SftpFS(sshd.url('/tmp'), settings)
 
 
+def root_listing(url, settings):
+    """The names in the root of url, over a connection made with
+    settings (closed again)."""
+    with SftpFS(url, settings) as fs:
+        return fs.listdir('')
+
+
 def test_unknown_host_key_accepted_when_check_is_no(sshd, transport,
                                                     tmp_path):
     empty = tmp_path / 'known_hosts'
     empty.write_text('')
     settings = settings_for(sshd, transport, **{
         'ssh-known-hosts': str(empty), 'ssh-host-keys-check': 'no'})
-    fs = SftpFS(sshd.url(str(tmp_path)), settings)
-    try:
-        assert 'known_hosts' in fs.listdir('')
-    finally:
-        fs.close()
+    assert 'known_hosts' in root_listing(sshd.url(str(tmp_path)), settings)
     # ssh (accept-new) records the new key; paramiko leaves the file alone
     recorded = empty.read_text()
     if transport == 'openssh':
@@ -320,11 +323,7 @@ def test_hashed_known_hosts_entries_are_understood(sshd, transport,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert open(known).read().startswith('|1|')
     settings = settings_for(sshd, transport, **{'ssh-known-hosts': known})
-    fs = SftpFS(sshd.url(str(tmp_path)), settings)
-    try:
-        assert 'known_hosts' in fs.listdir('')
-    finally:
-        fs.close()
+    assert 'known_hosts' in root_listing(sshd.url(str(tmp_path)), settings)
 
 
 def test_known_host_without_key_of_offered_type(sshd, tmp_path):
@@ -368,11 +367,7 @@ def test_agent_key_is_used(sshd, transport, tmp_path, ssh_agent):
                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL)
     settings = settings_for(sshd, transport, **{'ssh-key': ''})
-    fs = SftpFS(sshd.url(str(tmp_path)), settings)
-    try:
-        assert 'home' in fs.listdir('')
-    finally:
-        fs.close()
+    assert 'home' in root_listing(sshd.url(str(tmp_path)), settings)
 
 
 def test_key_from_home_ssh_directory_is_used(sshd, tmp_path):
@@ -381,11 +376,7 @@ def test_key_from_home_ssh_directory_is_used(sshd, tmp_path):
     key = ssh_dir / 'id_ed25519'
     key.write_bytes(open(sshd.client_key, 'rb').read())
     settings = settings_for(sshd, 'paramiko', **{'ssh-key': ''})
-    fs = SftpFS(sshd.url(str(tmp_path)), settings)
-    try:
-        assert 'home' in fs.listdir('')
-    finally:
-        fs.close()
+    assert 'home' in root_listing(sshd.url(str(tmp_path)), settings)
 
 
 def test_ssh_config_host_alias(sshd, tmp_path):
