@@ -4,8 +4,8 @@ Every error a person may see is a class here (or in the module that owns the
 concept) with an explicit `code` and a message template with named fields.
 Codes are the `RxxxxxX` identifiers Obnam 1.x printed (it derived them from
 MD5(class name + module name)); each is written here as a literal, so that
-moving a class never changes it and grep finds it.  The command line prints `ERROR: CODE: message`; the traceback
-goes to the log.
+moving a class never changes it and grep finds it.  The command line prints
+`ERROR: CODE: message`; the traceback goes to the log.
 """
 
 
