@@ -1,6 +1,7 @@
 """Ctrl-C and SIGTERM: a line on stderr at once, cleanup, locks released,
 the repository as it was before the run; a second signal stops at once."""
 
+import io
 import os
 import signal
 import subprocess
@@ -9,6 +10,7 @@ import time
 
 import pytest
 
+from obnamlib.cli import interruption
 from tests import paths
 from tests.gpg_fixture import gpg_home  # noqa: F401 (a fixture)
 
@@ -72,6 +74,24 @@ def test_a_signal_is_announced_at_once_and_ends_the_run(
     log = (tmp_path / 'log').read_text()
     assert ('Interrupted by the user' if signum == signal.SIGINT
             else 'Interrupted by SIGTERM') in log
+
+
+def test_the_previous_handlers_come_back_after_the_run():
+    def previous(signum, frame):
+        pass
+
+    saved = {n: signal.signal(n, previous)
+             for n in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with interruption.announced('obnam', io.StringIO()):
+                assert signal.getsignal(signal.SIGINT) is not previous
+                raise KeyboardInterrupt()
+        assert signal.getsignal(signal.SIGINT) is previous
+        assert signal.getsignal(signal.SIGTERM) is previous
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
 
 
 def test_a_second_signal_during_cleanup_stops_at_once(waiting_app, tmp_path):
