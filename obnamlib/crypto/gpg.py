@@ -257,7 +257,7 @@ def decrypt(data, gnupghome=None, what='the data'):
     except errors.GpgError as e:
         if 'No secret key' not in str(e.stderr):
             raise
-        logging.error('gpg: %s', e.stderr)
+        _log.error('gpg: %s', e.stderr)
         raise errors.GpgError(
             returncode=e.returncode, stderr=e.stderr,
             explanation=missing_secret_key_text(data, gnupghome, what)) from e
