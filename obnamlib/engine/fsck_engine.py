@@ -252,7 +252,7 @@ class Fsck:
             metadata = self._check_path(client_name, gen_id, path, where)
             if metadata is not None and metadata.isdir():
                 for name in self._children(gen_id, path, where):
-                    child = _join(path, name)
+                    child = stored_names.child_path(path, name)
                     if child not in changed_set:
                         self._metadata(gen_id, child, where)
 
@@ -285,8 +285,10 @@ class Fsck:
             try:
                 metadata = self.repo.get_metadata(gen_id, path)
                 if metadata.isdir():
-                    stack.extend(_join(path, name) for name in reversed(
-                        self.repo.get_file_children(gen_id, path))
+                    stack.extend(
+                        stored_names.child_path(path, name)
+                        for name in reversed(
+                            self.repo.get_file_children(gen_id, path))
                         if stored_names.is_safe(name))
                 elif metadata.isreg():
                     yield path
@@ -318,7 +320,8 @@ class Fsck:
             metadata = self._check_path(client_name, gen_id, path, where)
             if metadata is not None and metadata.isdir():
                 children = self._children(gen_id, path, where)
-                stack.extend(_join(path, name) for name in reversed(children))
+                stack.extend(stored_names.child_path(path, name)
+                             for name in reversed(children))
 
     def _check_path(self, client_name, gen_id, path, where):
         """Count and check one object (a file's chunks too); its metadata,
@@ -388,9 +391,6 @@ def is_fixed(text):
     return text.endswith('[fixed]') or text.endswith('; deleting')
 
 
-def _join(dirname, basename):
-    return (dirname.rstrip(b'/') + b'/' + basename) if dirname != b'/' \
-        else b'/' + basename
 
 
 def _show(path):

@@ -213,7 +213,7 @@ class Restorer:
             if not stored_names.is_safe(names[index]):
                 self._refuse(path, names[index])
                 continue
-            child = _join(path, names[index])
+            child = stored_names.child_path(path, names[index])
             child_md = self._metadata(child)
             if child_md is None:
                 continue
@@ -450,7 +450,7 @@ class _ContentFetcher:
             pending.append((directory, names, index + 1))
             if not stored_names.is_safe(names[index]):
                 continue        # refused when the restore gets there
-            path = _join(directory, names[index])
+            path = stored_names.child_path(directory, names[index])
             looked_at += 1
             if path in peeked:
                 self.peeked[path] = peeked[path]
@@ -483,10 +483,6 @@ def _link_key(md):
 
 def _fetches_content(md):
     return md.st_mode is not None and stat.S_ISREG(md.st_mode)
-
-
-def _join(dirname, basename):
-    return dirname.rstrip(b'/') + b'/' + basename
 
 
 def _end_at(f, size):

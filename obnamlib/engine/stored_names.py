@@ -17,6 +17,12 @@ def is_safe(name):
     return name not in _SPECIAL and b'/' not in name and b'\0' not in name
 
 
+def child_path(dirname, name):
+    """The path of name in directory dirname of a generation (bytes; the
+    root's children are /name)."""
+    return dirname.rstrip(b'/') + b'/' + name
+
+
 def partition(names):
     """(safe names, unsafe names) of a directory listing, in its order."""
     if all(map(is_safe, names)):

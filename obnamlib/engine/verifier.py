@@ -109,7 +109,7 @@ class Verifier:
                 if not stored_names.is_safe(name):
                     self._refuse(path, name)
                     continue
-                child = _join(path, name)
+                child = stored_names.child_path(path, name)
                 child_md = self._backup_call(child, self.repo.get_metadata,
                                              self.gen, child)
                 if child_md is None and self._has_children(child):
@@ -224,7 +224,7 @@ class Verifier:
         for name in self.repo.get_file_children(self.gen, path):
             if not stored_names.is_safe(name):
                 continue        # refused when the walk gets there
-            child = _join(path, name)
+            child = stored_names.child_path(path, name)
             try:
                 entries.append((child, self.repo.get_metadata(self.gen, child),
                                 False))
@@ -289,9 +289,3 @@ def _strerror(error):
     if number in errno.errorcode:
         return os.strerror(number)
     return str(error)
-
-
-def _join(dirname, basename):
-    if dirname == b'/':
-        return b'/' + basename
-    return dirname + b'/' + basename
