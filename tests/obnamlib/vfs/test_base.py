@@ -56,7 +56,10 @@ def test_default_lock_fails_on_a_taken_name_and_unlock_removes(plain):
 
 def test_default_batches_go_one_by_one(plain):
     plain.write_file('a', b'A')
-    assert plain.create_files([('b', b'B'), ('a', b'X')])[0] is None
+    results = plain.create_files([('b', b'B'), ('a', b'X')])
+    assert results[0] is None
+    assert len(results) == 2 and isinstance(results[1], FileExistsError)
+    assert plain.read_file('a') == b'A'
     assert isinstance(plain.create_files([('a', b'X')])[0], FileExistsError)
     assert plain.read_files(['a', 'b']) == [b'A', b'B']
     with pytest.raises(FileNotFoundError):
