@@ -424,7 +424,7 @@ class SymmetricCipher(Cipher):
     def encrypt_in_scratch(self, parts, passphrase, lead=b''):
         """lead + encrypt(b''.join(parts), passphrase), as a view of this
         thread's scratch buffer that the thread's next call overwrites:
-        for a caller that writes it out at once (cipher_process.seal).
+        for a caller that writes it out at once (tag_chain.seal).
         No allocation, no copy of the parts."""
         wkey = self._write_key(_as_bytes(passphrase))
         return _encrypt_seipd_into(wkey.key, parts, lead + wkey.skesk,
