@@ -46,9 +46,8 @@ class Remover(TreeChange):
     def _add_or_merge(self, parent, node):
         """Put node back into parent, merged with a sibling if both fit."""
         i = bisect_left(parent.keys, node.keys[0])
-        if i > 0 and self._merge(parent, i - 1, node, True):
-            pass
-        elif i < len(parent.keys):
+        merged = i > 0 and self._merge(parent, i - 1, node, True)
+        if not merged and i < len(parent.keys):
             self._merge(parent, i, node, False)
         i = bisect_left(parent.keys, node.keys[0])
         parent.keys.insert(i, node.keys[0])
