@@ -67,15 +67,15 @@ FILE_BATCH_BYTES = 8 * 1024 * 1024
 _S_ISREG = stat_module.S_ISREG
 _S_ISCHR = stat_module.S_ISCHR
 _S_ISBLK = stat_module.S_ISBLK
+_S_ISDIR = stat_module.S_ISDIR
+_PLACEHOLDER_DIR = obnamlib.repo.metadata.Metadata(
+    st_mode=stat_module.S_IFDIR | 0o777)
 
 # Format 6 keeps no st_rdev: Obnam 1.x restored device nodes as 0:0
 # without a word.
 DEVICE_NUMBER_LOST = ('a device node: repository format 6 keeps no device '
                       'number, so it is restored as 0:0 (make it again '
                       'with mknod)')
-_S_ISDIR = stat_module.S_ISDIR
-_PLACEHOLDER_DIR = obnamlib.repo.metadata.Metadata(
-    st_mode=stat_module.S_IFDIR | 0o777)
 
 
 def _now():
