@@ -10,6 +10,7 @@ commit, so a crash never leaves an index entry without its file.
 from obnamlib import errors
 from obnamlib.repo.fmt_6 import forget_marker, keys, leftover_chunks
 from obnamlib.repo.fmt_6.chunk_journal import ChunkJournal
+from obnamlib.repo.fmt_6.client_forest import ClientForest
 
 
 class ChunkIndexing:
@@ -182,12 +183,27 @@ class ChunkIndexing:
         forest = self.clients.open(client_name)
         if not forest.writable:
             raise errors.RepositoryClientNotLocked(client_name=client_name)
-        found = leftover_chunks.find(self.chunks, self.indexes,
-                                     self.journal(client_name), forest)
+        found = leftover_chunks.find(
+            self.chunks, self.indexes, self.journal(client_name), forest,
+            lambda chunk_id: self._used_by_another(client_name, chunk_id))
         # A newer generation uses these: they get their index entries.
         self.reused_committed.setdefault(client_name, set()).update(
             found.used)
         return found
+
+    def _used_by_another(self, client_name, chunk_id):
+        """Read from disk, outside the sessions (a read here must not
+        change which client a plain generation number means)."""
+        for other in self.clients.client_list.names():
+            if other == client_name:
+                continue
+            forest = ClientForest(self.clients.fs,
+                                  self.clients.client_id(other),
+                                  self.clients.node_size)
+            if any(forest.generation(number).uses_chunk(chunk_id)
+                   for number in forest.generation_ids()):
+                return True
+        return False
 
     def reuse_leftovers(self, client_name):
         """Make the unused leftovers findable by content in this session,

@@ -25,8 +25,10 @@ class Leftovers:
         self.used = used
 
 
-def find(chunks, indexes, journal, forest):
-    """The leftovers of the journal's inherited ranges, now."""
+def find(chunks, indexes, journal, forest, used_elsewhere):
+    """The leftovers of the journal's inherited ranges, now.
+    used_elsewhere(chunk_id): whether another client's generation uses
+    it (asked only for a chunk in the chunklist that chunksums lacks)."""
     ranges = journal.leftover_ranges()
     if not ranges:
         return Leftovers([], [])
@@ -35,7 +37,7 @@ def find(chunks, indexes, journal, forest):
     unused, used = [], []
     for first, last in ranges:
         for chunk_id in chunks.ids_in_range(first, last):
-            if has_users(indexes, chunk_id):
+            if claimed(indexes, chunk_id, used_elsewhere):
                 continue
             if any(gen.uses_chunk(chunk_id) for gen in newer):
                 used.append(chunk_id)
@@ -44,12 +46,18 @@ def find(chunks, indexes, journal, forest):
     return Leftovers(unused, used)
 
 
-def has_users(indexes, chunk_id):
-    """Whether chunksums names a user of the chunk.  A chunklist entry
-    alone is what a kill between the two index commits leaves (chunklist
-    first, format-6.md §10.2)."""
+def claimed(indexes, chunk_id, used_elsewhere):
+    """Whether a chunk belongs to someone: chunksums names a user, or it
+    has a chunklist entry alone (what a kill between the two index
+    commits leaves: chunklist first, format-6.md §10.2) and another
+    client's generation uses it.  A chunklist-only chunk only this
+    client could have left is a leftover; checking the others keeps a
+    range that reaches another client's chunk (a damaged journal) from
+    removing that client's data."""
     checksum = indexes.checksum(chunk_id)
-    return checksum is not None and bool(indexes.users(checksum, chunk_id))
+    if checksum is None:
+        return False
+    return bool(indexes.users(checksum, chunk_id)) or used_elsewhere(chunk_id)
 
 
 def contents(chunks, chunk_ids, batch=256):

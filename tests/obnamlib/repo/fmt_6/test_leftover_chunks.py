@@ -242,6 +242,36 @@ def test_a_journal_naming_every_id_removes_only_its_clients_leftovers(
     assert not repo.fs.exists(path)
 
 
+def test_a_journal_range_over_another_clients_half_indexed_chunk_keeps_it(
+        tmp_path, monkeypatch):
+    """Another client was killed between its two index commits: its
+    chunk has a chunklist entry and no chunksums user, but its committed
+    generation uses it.  A (damaged) journal of ours that covers it must
+    not remove it."""
+    from obnamlib.repo.fmt_6 import chunk_indexes
+    new_repository_with_client_b(tmp_path)
+    other = open_repo(tmp_path)
+    other.lock_client('b')
+    other.lock_chunk_indexes()
+    b_id = other.put_chunk_content(b'of b')
+    other.put_chunk_into_indexes(b_id, b'of b', 'b')
+    other.set_file_chunk_ids(other.create_generation('b'), b'/b', [b_id])
+    other.commit_client('b')
+    other.commit_chunk_indexes()
+    users = chunk_indexes.ChunkIndexes.users
+    monkeypatch.setattr(
+        chunk_indexes.ChunkIndexes, 'users',
+        lambda self, checksum, chunk_id:
+        [] if chunk_id == b_id else users(self, checksum, chunk_id))
+    killed_run(tmp_path, [b'left', b'over'])
+    repo = open_repo(tmp_path)
+    repo.fs.write_file(journal_path(repo),
+                       b'newest 0\nrange 0 ffffffffffffffff\nend\n')
+    _, _, _, removed = next_run(tmp_path, {b'/f': [b'new']})
+    assert removed == 2
+    assert open_repo(tmp_path).get_chunk_content(b_id) == b'of b'
+
+
 def test_a_record_with_no_range_of_chunk_ids_is_unreadable():
     for line in (b'range -5 10', b'range 10 5', b'range 0 1ffffffffffffffff',
                  b'range 1', b'span 1 2'):
