@@ -79,7 +79,8 @@ def decide_by_specs(repo, client_name, specs):
         except errors.RepositoryGenerationDoesNotExist:
             if not repo.generation_spec_was_used(client_name, spec):
                 raise
-            gone.append(spec)
+            if spec not in gone:
+                gone.append(spec)
             continue
         if gen_id not in chosen:
             chosen.append(gen_id)

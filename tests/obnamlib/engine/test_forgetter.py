@@ -129,6 +129,8 @@ def test_a_generation_gone_already_is_skipped_and_named(repo, path):
     decisions, chosen, gone = forgetter.decide_by_specs(repo, h.CLIENT, specs)
     assert (chosen, gone) == ([gens[1]], ['%d' % gens[0]])
     assert [d.gen_id for d in decisions] == gens[1:]
+    named_twice = forgetter.decide_by_specs(repo, h.CLIENT, specs + specs)
+    assert named_twice[1:] == (chosen, gone)    # said once, as chosen is
     beyond = '%d' % (int(gens[-1]) + 1000)
     with pytest.raises(errors.RepositoryGenerationDoesNotExist):
         forgetter.decide_by_specs(repo, h.CLIENT, [beyond])
