@@ -215,11 +215,8 @@ def test_a_chunk_the_kill_cut_short_is_not_reused_but_removed(tmp_path):
     assert cut not in repo.get_chunk_ids()
 
 
-def test_a_journal_naming_every_id_removes_only_its_clients_leftovers(
-        tmp_path):
-    """A damaged or hostile journal whose range covers every chunk id:
-    the next run finishes (no listing of 2^51 directories), keeps the
-    chunk another client's indexes name, and removes the leftovers."""
+def committed_chunk_of_b(tmp_path):
+    """Client b's chunk b'of b', indexed, in a committed generation."""
     new_repository_with_client_b(tmp_path)
     other = open_repo(tmp_path)
     other.lock_client('b')
@@ -229,6 +226,15 @@ def test_a_journal_naming_every_id_removes_only_its_clients_leftovers(
     other.set_file_chunk_ids(other.create_generation('b'), b'/b', [b_id])
     other.commit_client('b')
     other.commit_chunk_indexes()
+    return b_id
+
+
+def test_a_journal_naming_every_id_removes_only_its_clients_leftovers(
+        tmp_path):
+    """A damaged or hostile journal whose range covers every chunk id:
+    the next run finishes (no listing of 2^51 directories), keeps the
+    chunk another client's indexes name, and removes the leftovers."""
+    b_id = committed_chunk_of_b(tmp_path)
     a_ids = killed_run(tmp_path, [b'left', b'over'])
     repo = open_repo(tmp_path)
     path = journal_path(repo)
@@ -249,15 +255,7 @@ def test_a_journal_range_over_another_clients_half_indexed_chunk_keeps_it(
     generation uses it.  A (damaged) journal of ours that covers it must
     not remove it."""
     from obnamlib.repo.fmt_6 import chunk_indexes
-    new_repository_with_client_b(tmp_path)
-    other = open_repo(tmp_path)
-    other.lock_client('b')
-    other.lock_chunk_indexes()
-    b_id = other.put_chunk_content(b'of b')
-    other.put_chunk_into_indexes(b_id, b'of b', 'b')
-    other.set_file_chunk_ids(other.create_generation('b'), b'/b', [b_id])
-    other.commit_client('b')
-    other.commit_chunk_indexes()
+    b_id = committed_chunk_of_b(tmp_path)
     users = chunk_indexes.ChunkIndexes.users
     monkeypatch.setattr(
         chunk_indexes.ChunkIndexes, 'users',
