@@ -46,6 +46,19 @@ def time_fields(key, timestamp):
     return {key: timestamp, key + '_utc': text}
 
 
+def notices(ui, settings):
+    """Where a command's notices go: ui.notify (stdout) for text; with
+    JSON, stdout holds the document alone, so stderr.  --quiet silences
+    them either way."""
+    if not wanted(settings):
+        return ui.notify
+
+    def to_stderr(text):
+        if not ui.quiet:
+            ui.error(text)
+    return to_stderr
+
+
 def write(stream, document):
     """The whole document, pretty-printed, then a newline."""
     stream.write(json.dumps(document, indent=2, ensure_ascii=True) + '\n')

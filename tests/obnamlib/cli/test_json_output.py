@@ -4,6 +4,7 @@ import io
 import json
 
 from obnamlib.cli import json_output
+from obnamlib.cli import ui as ui_module
 
 
 def test_utf8_name_is_plain_string():
@@ -35,3 +36,21 @@ def test_document_is_ascii_and_ends_in_newline():
     assert text.endswith('}\n')
     assert text.isascii()
     assert json.loads(text) == {'name': 'caf\u00e9'}
+
+
+def notices_of(output_format, quiet=False):
+    user = ui_module.UserInterface(quiet=quiet, stdout=io.StringIO(),
+                                   stderr=io.StringIO())
+    notify = json_output.notices(user, {'output-format': output_format})
+    notify('a notice')
+    return user.stdout.getvalue(), user.stderr.getvalue()
+
+
+def test_notices_go_to_stdout_as_text_and_to_stderr_beside_json():
+    assert notices_of('text') == ('a notice\n', '')
+    assert notices_of('json') == ('', 'a notice\n')
+
+
+def test_quiet_silences_notices_also_beside_json():
+    assert notices_of('text', quiet=True) == ('', '')
+    assert notices_of('json', quiet=True) == ('', '')
