@@ -14,6 +14,7 @@ import time
 import obnamlib.engine.backup_engine as backup_engine
 import obnamlib.cli.backup_progress as backup_progress
 import obnamlib.cli.clock
+from obnamlib.cli import json_output, summary_documents
 from obnamlib.cli.live_fs import open_live_fs
 import obnamlib.errors
 import obnamlib.engine.pathname_excluder
@@ -91,26 +92,37 @@ class BackupPlugin(obnamlib.cli.plugin.ObnamPlugin):
         display = ProgressDisplay(self.app.ui.progress())
         progress = backup_progress.BackupProgress(
             on_error=self.app.ui.error, on_change=display.update,
-            on_notice=self.app.ui.notify, pretend=settings['pretend'])
+            on_notice=json_output.notices(self.app.ui, settings),
+            pretend=settings['pretend'])
         excluder = obnamlib.engine.pathname_excluder.from_settings(settings)
         for error in excluder.errors:
             progress.general_error(error)
         options = make_options(settings, excluder)
         try:
-            self._run(fs, options, progress, paths)
+            generation_id = self._run(fs, options, progress, paths)
         finally:
             display.finish()
             fs.close()
         progress.log_statistics()
-        if settings['pretend']:
-            self.app.ui.notify(progress.pretend_line())
-        if not settings['quiet']:
-            for line in progress.summary_lines():
-                self.app.ui.output.write(line + '\n')
+        if json_output.wanted(settings):
+            json_output.write(self.app.ui.output, summary_documents.backup(
+                progress, settings['client-name'], generation_id))
+        else:
+            self._write_summary(progress)
         if progress.errors:
             raise backup_engine.BackupErrors()
 
+    def _write_summary(self, progress):
+        """The text summary (§6.9), after a pretend run's notice."""
+        if progress.pretend:
+            self.app.ui.notify(progress.pretend_line())
+        if not self.app.settings['quiet']:
+            for line in progress.summary_lines():
+                self.app.ui.output.write(line + '\n')
+
     def _run(self, fs, options, progress, paths):
+        """Back up the paths; the new generation's id as `genids` spells
+        it (None when pretending)."""
         backup_engine.check_roots(fs, paths)
         progress.what('connecting to repository')
         opened = False
@@ -124,6 +136,9 @@ class BackupPlugin(obnamlib.cli.plugin.ObnamPlugin):
                 engine = backup_engine.BackupEngine(
                     repo, fs, options, progress, repo_io=repo.fs)
                 engine.run(paths)
+                if options.pretend:
+                    return None
+                return repo.make_generation_spec(engine.commits.gen)
         except obnamlib.errors.ObnamError:
             if options.pretend and not opened:
                 self.app.ui.error(

@@ -13,7 +13,7 @@ import time
 
 from obnamlib import errors
 from obnamlib.engine import fsck_engine
-from obnamlib.cli import plugin
+from obnamlib.cli import json_output, plugin, summary_documents
 from obnamlib.cli.backup_progress import format_elapsed, format_progress_size
 
 GROUP = 'Integrity checking (fsck)'
@@ -45,18 +45,25 @@ class FsckPlugin(plugin.ObnamPlugin):
 
     def fsck(self, args):
         """Verify internal consistency of backup repository"""
-        options = fsck_engine.FsckOptions.from_settings(self.app.settings)
+        settings = self.app.settings
+        options = fsck_engine.FsckOptions.from_settings(settings)
         progress = self.app.ui.progress()
-        reporter = UiReporter(self.app.ui, progress)
+        reporter = UiReporter(self.app.ui, progress,
+                              notify=json_output.notices(self.app.ui,
+                                                         settings))
         with self.app.open_repository() as repo:
             fsck = fsck_engine.Fsck(repo, options, reporter)
-            fsck.run()
+            problems = fsck.run()
         progress.finish()
         stats = fsck.stats
         unfixed = stats.problems - stats.fixed
         summary = summary_line(stats)
         logging.info(summary)
-        self.app.ui.output.write(summary + '\n')
+        if json_output.wanted(settings):
+            json_output.write(self.app.ui.output,
+                              summary_documents.fsck(stats, problems))
+        else:
+            self.app.ui.output.write(summary + '\n')
         if unfixed:
             raise FsckFoundProblems(count=unfixed)
 
@@ -77,12 +84,14 @@ def summary_line(stats):
 
 class UiReporter:
     """Problems on stderr (and the log); progress on the terminal display,
-    redrawn at most ten times a second."""
+    redrawn at most ten times a second.  Repairs are notices, told to
+    `notify` (by default ui.notify)."""
 
     PERIOD = 0.1
 
-    def __init__(self, ui, progress, clock=time.monotonic):
+    def __init__(self, ui, progress, clock=time.monotonic, notify=None):
         self.ui = ui
+        self.notify = notify or ui.notify
         self.progress = progress
         self.clock = clock
         self.started = clock()
@@ -94,7 +103,7 @@ class UiReporter:
         self.progress.clear()
         if fsck_engine.is_fixed(text):
             logging.warning('fsck: %s', text)
-            self.ui.notify(text)
+            self.notify(text)
         else:
             logging.error('fsck: %s', text)
             self.ui.error(text)

@@ -11,7 +11,7 @@ import os
 import time
 
 from obnamlib import errors
-from obnamlib.cli import humanise, plugin
+from obnamlib.cli import humanise, json_output, plugin, summary_documents
 from obnamlib.engine import restorer
 from obnamlib.vfs import factory as vfs
 
@@ -63,7 +63,9 @@ class RestorePlugin(plugin.ObnamPlugin):
 
     def _restore(self, repo, gen, fs, client_name, paths):
         settings = self.app.settings
-        reporter = UiReporter(self.app.ui, repo, gen, full=not paths)
+        reporter = UiReporter(self.app.ui, repo, gen, full=not paths,
+                              notify=json_output.notices(self.app.ui,
+                                                         settings))
         engine = restorer.Restorer(
             repo, gen, fs, os.fsencode(fs.root), reporter=reporter,
             always_restore_setuid=settings['always-restore-setuid'],
@@ -77,20 +79,31 @@ class RestorePlugin(plugin.ObnamPlugin):
         try:
             engine.restore(paths or None)
         except restorer.RestoreErrors:
-            self._finish(engine, storage, read_before)
+            self._finish(repo, engine, reporter,
+                         storage.bytes_read - read_before)
             raise
-        self._finish(engine, storage, read_before)
+        self._finish(repo, engine, reporter, storage.bytes_read - read_before)
 
-    def _finish(self, engine, storage, read_before):
+    def _finish(self, repo, engine, reporter, read):
+        """The summary (also after per-file errors) and the log
+        statistics; `read` is what the run read from the repository."""
         stats = engine.stats
         stats.ended = stats.ended or time.time()
-        downloaded = storage.bytes_read - read_before
-        downloaded = max(downloaded, stats.bytes)
+        downloaded = max(read, stats.bytes)
         duration = stats.duration
         self.app.ui.progress().remove()
         for line in statistics_lines(stats.files, downloaded, duration):
             logging.info('%s', line)
-        self.app.ui.notify(summary_line(stats.files, downloaded, duration))
+        if json_output.wanted(self.app.settings):
+            json_output.write(self.app.ui.stdout, summary_documents.restore(
+                client=engine.client_name,
+                generation_id=repo.make_generation_spec(engine.gen),
+                target=self.app.settings['to'], pretend=engine.pretend,
+                stats=stats, bytes_downloaded=downloaded,
+                errors=reporter.errors))
+        else:
+            self.app.ui.notify(summary_line(stats.files, downloaded,
+                                            duration))
 
 
 def summary_line(files, downloaded, duration):
@@ -115,10 +128,13 @@ def statistics_lines(files, downloaded, duration):
 class UiReporter(restorer.RestoreReporter):
     """Restore reports on the app's channels; progress on the terminal as
     `N files SIZE SPEED PATH`, and `ETA 1m20s N files SIZE (P %) SPEED
-    PATH` when the total is known (a whole generation)."""
+    PATH` when the total is known (a whole generation).  Notices go to
+    `notify` (by default ui.notify); error lines are counted."""
 
-    def __init__(self, ui, repo, gen, full, clock=time.time):
+    def __init__(self, ui, repo, gen, full, clock=time.time, notify=None):
         self.ui = ui
+        self.notify_channel = notify or ui.notify
+        self.errors = 0             # error lines reported
         self.progress = ui.progress()
         self.clock = clock
         self.started = clock()
@@ -130,12 +146,13 @@ class UiReporter(restorer.RestoreReporter):
             self.total_bytes = _generation_key(repo, gen, 'total_data')
 
     def error(self, text):
+        self.errors += 1
         logging.error('%s', text)
         self.ui.error(text)
 
     def notify(self, text):
         logging.warning('%s', text)
-        self.ui.notify(text)
+        self.notify_channel(text)
 
     def log(self, text):
         logging.info('%s', text)

@@ -1,5 +1,6 @@
 """`obnam backup` as people run it: roots, errors, summary, log, exclusion."""
 
+import json
 import os
 import re
 import subprocess
@@ -484,3 +485,58 @@ def test_created_notice_names_the_absolute_path(tmp_path, live):
                    cwd=tmp_path)
     assert (result.returncode, result.stderr.decode()) == (
         0, created(tmp_path / 'repo'))
+
+
+# --- --output-format=json (#28) ---------------------------------------------
+
+def json_backup(tmp_path, live, *args):
+    """A quiet backup writing JSON: (result, its document)."""
+    result = obnam(tmp_path, repo_arg(tmp_path), '--quiet',
+                   '--output-format=json', *args, 'backup', live)
+    return result, json.loads(result.stdout)
+
+
+def test_json_summary_names_the_new_generation_as_genids_does(tmp_path,
+                                                               live):
+    result, document = json_backup(tmp_path, live)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.decode() == created(tmp_path / 'repo')
+    genids = obnam(tmp_path, repo_arg(tmp_path), 'genids')
+    assert document['generation_id'] == \
+        genids.stdout.decode().splitlines()[-1]
+    assert (document['client'], document['pretend']) == ('testclient', False)
+    assert (document['files_found'], document['files_backed_up'],
+            document['bytes_found'], document['errors']) == (4, 4, 4005, 0)
+    assert 0 < document['bytes_uploaded'] <= document['bytes_written_total']
+    assert document['started'] <= document['ended']
+
+
+def test_json_summary_counts_file_errors_and_exits_1(tmp_path, live):
+    result, document = json_backup(tmp_path, live,
+                                   '--testing-fail-matching=/a$')
+    assert result.returncode == 1
+    assert "ERROR: Can't back up %s/a: " % live in result.stderr.decode()
+    assert document['errors'] == 1
+    assert document['files_backed_up'] == 3
+
+
+def test_json_pretend_summary_is_the_only_thing_on_stdout(tmp_path, live):
+    assert obnam(tmp_path, repo_arg(tmp_path), 'backup', live).returncode == 0
+    (live / 'new').write_bytes(b'new file')
+    result = obnam(tmp_path, repo_arg(tmp_path), '--pretend',
+                   '--output-format=json', 'backup', live)
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    assert (document['generation_id'], document['pretend'],
+            document['files_backed_up']) == (None, True, 0)
+    assert (document['files_to_back_up'], document['bytes_to_back_up']) == \
+        (2, 8)
+    assert result.stderr == b''
+
+
+def test_json_summary_goes_to_the_output_file(tmp_path, live):
+    out = tmp_path / 'out'
+    result = obnam(tmp_path, repo_arg(tmp_path), '--output', out,
+                   '--output-format=json', 'backup', live)
+    assert (result.returncode, result.stdout) == (0, b'')
+    assert json.loads(out.read_text())['files_found'] == 4

@@ -3,6 +3,7 @@ to the encryption keys (the one kind of file only encrypted repositories
 have; tests/obnamlib/engine/test_fsck_injection.py covers the rest)."""
 
 import io
+import json
 import os
 import re
 import shutil
@@ -232,3 +233,60 @@ def test_node_sizes_are_judged_by_the_forests_own_node_size(tmp_path):
     result = fsck(repo, str(tmp_path), '--node-size=4096')
     assert (result.returncode, result.stderr) == (0, b'')
     assert result.stdout.endswith(b': no problems\n')
+
+
+# --- --output-format=json (#28) ---------------------------------------------
+
+def test_json_of_a_clean_repository(small_repo):
+    result = subprocess.run(fsck_argv(small_repo, '--output-format=json'),
+                            capture_output=True, start_new_session=True)
+    assert (result.returncode, result.stderr) == (0, b'')
+    document = json.loads(result.stdout)
+    assert document['problems'] == []
+    assert (document['clients'], document['generations'],
+            document['problem_count'], document['fixed_count']) == (1, 1, 0, 0)
+    assert document['files'] > 0 and document['chunks'] == 1
+
+
+def put_unused_chunk(repo):
+    directory = repo / 'chunks' / '0' / '0' / '0'
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / 'abcdef').write_bytes(b'\0not used by any file')
+
+
+def test_json_lists_problems_also_told_on_stderr_and_exits_1(small_repo,
+                                                             tmp_path):
+    repo = tmp_path / 'repo'
+    shutil.copytree(small_repo, repo)
+    put_unused_chunk(repo)
+    result = subprocess.run(fsck_argv(repo, '--quiet', '--output-format=json'),
+                            capture_output=True, start_new_session=True)
+    assert result.returncode == 1
+    assert result.stderr.decode().splitlines() == [
+        'chunk abcdef not used by anyone',
+        'ERROR: R1E173X: fsck found 1 problem(s) that remain']
+    document = json.loads(result.stdout)
+    assert document['problems'] == [
+        {'text': 'chunk abcdef not used by anyone', 'fixed': False}]
+    assert (document['problem_count'], document['fixed_count']) == (1, 0)
+
+
+def test_json_repairs_are_notices_on_stderr_silenced_by_quiet(small_repo,
+                                                              tmp_path):
+    repo = tmp_path / 'repo'
+    shutil.copytree(small_repo, repo)
+    put_unused_chunk(repo)
+    argv = fsck_argv(repo, '--fsck-rm-unused', '--output-format=json')
+    result = subprocess.run(argv, capture_output=True,
+                            start_new_session=True)
+    assert result.returncode == 0
+    assert result.stderr == b'chunk abcdef not used by anyone; deleting\n'
+    document = json.loads(result.stdout)
+    assert document['problems'] == [
+        {'text': 'chunk abcdef not used by anyone; deleting', 'fixed': True}]
+    assert (document['problem_count'], document['fixed_count']) == (1, 1)
+    put_unused_chunk(repo)
+    quiet = subprocess.run(argv + ['--quiet'], capture_output=True,
+                           start_new_session=True)
+    assert (quiet.returncode, quiet.stderr) == (0, b'')
+    assert json.loads(quiet.stdout)['fixed_count'] == 1

@@ -1,5 +1,6 @@
 """`obnam restore` as people run it: settings, errors, output, exit codes."""
 
+import json
 import os
 import re
 import subprocess
@@ -331,3 +332,36 @@ def test_missing_key_is_one_fatal_error(tmp_path, empty_gpg_home):
         '--gnupghome at the keyring that has it\n' % empty_gpg_home.path)
     assert result.stdout == ''
     assert not (tmp_path / 'x').exists()
+
+
+# --- --output-format=json (#28) ---------------------------------------------
+
+def test_json_summary_names_the_run_and_counts(tmp_path, backed_up):
+    live, repo, gens = backed_up
+    result = obnam(tmp_path, '--quiet', '--output-format=json', 'restore',
+                   '--to', tmp_path / 'x', str(live / 'dir') + '/')
+    assert (result.returncode, result.stderr) == (0, '')
+    document = json.loads(result.stdout)
+    assert (document['client'], document['generation_id'],
+            document['target'], document['pretend']) == (
+        rh.CLIENT, repo.make_generation_spec(gens[1]), str(tmp_path / 'x'),
+        False)
+    assert document['files_restored'] == 2      # dir and dir/f
+    assert document['bytes_downloaded'] >= len(b'second version')
+    assert document['errors'] == 0
+    assert document['started'] <= document['ended']
+
+
+def test_json_summary_after_a_missing_chunk_counts_the_error(tmp_path,
+                                                            damaged):
+    live, files, repo, gen = damaged
+    lost = repo.get_file_chunk_ids(gen, os.fsencode(str(live / 'big')))[0]
+    os.remove(rh.chunk_file(tmp_path / 'repo', lost))
+    result = obnam(tmp_path, '--output-format=json', 'restore',
+                   '--to', tmp_path / 'x')
+    assert result.returncode == 1
+    assert result.stderr.startswith('Failed to restore %s: ' % (live / 'big'))
+    assert result.stderr.endswith(ERRORS_AT_END)
+    document = json.loads(result.stdout)
+    assert document['errors'] == 1
+    assert document['generation_id'] == repo.make_generation_spec(gen)
