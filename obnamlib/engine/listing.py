@@ -40,20 +40,27 @@ def generation_times(repo, gen_id):
 
 
 def generations_lines(repo, gen_ids):
-    """`generations` output for gen_ids (oldest first), without newlines.
-    A checkpoint without counts of its own shows those of the generation
-    before it, as 1.x did (its tree was a clone that carried them)."""
-    lines = []
+    """`generations` output for gen_ids (oldest first), without newlines."""
+    return [generations_line(repo, gen_id, counts, checkpoint)
+            for gen_id, counts, checkpoint
+            in generation_counts(repo, gen_ids)]
+
+
+def generation_counts(repo, gen_ids):
+    """(gen_id, (files, bytes), is_checkpoint) for gen_ids (oldest first),
+    the numbers `generations` shows.  A checkpoint without counts of its
+    own has those of the generation before it, as 1.x did (its tree was a
+    clone that carried them)."""
     counts = (0, 0)
     for gen_id in gen_ids:
         files = repo.get_generation_key(gen_id, ri.GEN_FILE_COUNT)
         data = repo.get_generation_key(gen_id, ri.GEN_TOTAL_DATA)
-        checkpoint = repo.get_generation_key(gen_id, ri.GEN_IS_CHECKPOINT)
+        checkpoint = bool(
+            repo.get_generation_key(gen_id, ri.GEN_IS_CHECKPOINT))
         if checkpoint and files is None and data is None:
             files, data = counts
         counts = (files or 0, data or 0)
-        lines.append(generations_line(repo, gen_id, counts, checkpoint))
-    return lines
+        yield gen_id, counts, checkpoint
 
 
 def generations_line(repo, gen_id, counts=None, checkpoint=None):
@@ -90,6 +97,26 @@ _TYPE_CHARS = (
     (stat.S_ISLNK, 'l'),
     (stat.S_ISSOCK, '-'),       # 1.x quirk, kept
 )
+
+
+_TYPE_NAMES = (
+    (stat.S_ISREG, 'file'),
+    (stat.S_ISDIR, 'dir'),
+    (stat.S_ISLNK, 'symlink'),
+    (stat.S_ISFIFO, 'fifo'),
+    (stat.S_ISSOCK, 'socket'),
+    (stat.S_ISCHR, 'char-device'),
+    (stat.S_ISBLK, 'block-device'),
+)
+
+
+def type_name(mode):
+    """`file`, `dir`, `symlink`, ...: the kind of object, for scripts
+    (`unknown` when the mode is missing or names no known kind)."""
+    for test, name in _TYPE_NAMES:
+        if mode is not None and test(mode):
+            return name
+    return 'unknown'
 
 
 def mode_string(mode):

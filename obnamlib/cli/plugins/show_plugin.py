@@ -5,7 +5,9 @@ and obnamlib.engine.differ; here we only pick generations and channels.
 `generations` and `genids` always write to stdout (1.x ignored --output
 for them); the others write to --output.  Deliberate difference from
 1.x: `diff --verbose` writes whole lines to --output (1.x put the `+ `
-prefix on stdout and the rest in the file).
+prefix on stdout and the rest in the file).  With --output-format=json,
+clients, generations, genids, ls and diff write one document
+(obnamlib.cli.listing_json) to the same place instead.
 """
 
 import contextlib
@@ -13,7 +15,7 @@ import logging
 import os
 import re
 
-from obnamlib.cli import clock, plugin
+from obnamlib.cli import clock, json_output, listing_json, plugin
 from obnamlib.engine import differ, listing
 from obnamlib import errors
 from obnamlib.repo import interface as ri
@@ -84,6 +86,9 @@ class ShowPlugin(plugin.ObnamPlugin):
     def stdout(self, line):
         write_line(self.app.ui.stdout, line)
 
+    def json_wanted(self):
+        return json_output.wanted(self.app.settings)
+
     def chosen_generations(self, repo):
         specs = self.app.settings['generation'] or ['latest']
         return [repo.interpret_generation_spec(self.client_name, spec)
@@ -99,7 +104,11 @@ class ShowPlugin(plugin.ObnamPlugin):
     def clients(self, args):
         """List clients using the repository"""
         with self.app.open_repository() as repo:
-            for name in repo.get_client_names():
+            names = repo.get_client_names()
+            if self.json_wanted():
+                return json_output.write(
+                    self.app.ui.output, listing_json.clients_document(names))
+            for name in names:
                 self.out(name)
 
     def generations(self, args):
@@ -107,6 +116,10 @@ class ShowPlugin(plugin.ObnamPlugin):
         with self.app.open_repository() as repo:
             self.require_client(repo)
             gen_ids = repo.get_generation_ids(self.client_name)
+            if self.json_wanted():
+                return json_output.write(
+                    self.app.ui.stdout, listing_json.generations_document(
+                        repo, self.client_name, gen_ids))
             for line in listing.generations_lines(repo, gen_ids):
                 self.stdout(line)
 
@@ -114,13 +127,23 @@ class ShowPlugin(plugin.ObnamPlugin):
         """List generation ids for client"""
         with self.app.open_repository() as repo:
             self.require_client(repo)
-            for gen_id in repo.get_generation_ids(self.client_name):
+            gen_ids = repo.get_generation_ids(self.client_name)
+            if self.json_wanted():
+                return json_output.write(
+                    self.app.ui.stdout, listing_json.genids_document(
+                        repo, self.client_name, gen_ids))
+            for gen_id in gen_ids:
                 self.stdout(repo.make_generation_spec(gen_id))
 
     def ls(self, args):
         """List contents of a generation"""
         with self.app.open_repository() as repo:
             self.require_client(repo)
+            if self.json_wanted():
+                return json_output.write(
+                    self.app.ui.output, listing_json.ls_document(
+                        repo, self.client_name, self.chosen_generations(repo),
+                        self.paths(args)))
             for gen_id in self.chosen_generations(repo):
                 self.out(listing.ls_header(repo, gen_id))
                 for path in self.paths(args):
@@ -146,6 +169,10 @@ class ShowPlugin(plugin.ObnamPlugin):
         with self.app.open_repository() as repo:
             self.require_client(repo)
             old, new = self.diff_pair(repo, args)
+            if self.json_wanted():
+                return json_output.write(
+                    self.app.ui.output, listing_json.diff_document(
+                        repo, self.client_name, old, new))
             verbose = self.app.settings['verbose']
             for char, path, md in differ.diff(repo, old, new):
                 shown = listing.ls_line(path, md) if verbose \

@@ -39,6 +39,21 @@ def test_mode_string(mode, text):
     assert listing.mode_string(mode) == text
 
 
+@pytest.mark.parametrize('mode, name', [
+    (S.S_IFREG | 0o644, 'file'),
+    (S.S_IFDIR | 0o755, 'dir'),
+    (S.S_IFLNK | 0o777, 'symlink'),
+    (S.S_IFIFO | 0o600, 'fifo'),
+    (S.S_IFSOCK | 0o755, 'socket'),      # not the text's '-'
+    (S.S_IFCHR | 0o620, 'char-device'),
+    (S.S_IFBLK | 0o660, 'block-device'),
+    (0o644, 'unknown'),
+    (None, 'unknown'),
+])
+def test_type_name(mode, name):
+    assert listing.type_name(mode) == name
+
+
 def test_ls_line_example_from_spec():
     md = Metadata(st_mode=S.S_IFREG | 0o644, st_nlink=1, username=b'liw',
                   groupname=b'liw', st_size=4096, st_mtime_sec=1445970205)
@@ -143,6 +158,9 @@ def test_checkpoint_without_counts_shows_previous_ones(repo):
     assert lines[1].endswith(' bytes)  (checkpoint)')
     first_checkpoint = listing.generations_lines(repo, [g2])
     assert '(0 files, 0 bytes)  (checkpoint)' in first_checkpoint[0]
+    assert list(listing.generation_counts(repo, [g1, g2, g3, g4, g5])) == [
+        (g1, (4, 10), False), (g2, (4, 10), True), (g3, (2, 3), True),
+        (g4, (0, 0), False), (g5, (0, 0), True)]
 
 
 def test_walk_order(repo):

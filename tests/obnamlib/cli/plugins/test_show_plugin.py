@@ -1,6 +1,8 @@
 """The show commands through bin/obnam, byte for byte (cli.md §5.3-5.8,
 §5.14), on repositories built through the Repository API and by backup."""
 
+import json
+
 import pytest
 
 from tests.obnamlib import show_helpers as h
@@ -277,3 +279,71 @@ def test_names_that_are_not_utf8_come_out_as_stored(tmp_path):
     assert run(path, 'kdirstat', '--generation=2', '--output', out
                ).returncode == 0
     assert b'F\t/home/liw/caf\xe9\t1\t0x562fbc6d\n' in out.read_bytes()
+
+
+# --- --output-format=json ----------------------------------------------------
+
+def json_of(result):
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == b''
+    return json.loads(result.stdout)
+
+
+def test_json_goes_where_the_text_goes(repo_path, tmp_path):
+    assert json_of(run(repo_path, 'clients', '--output-format=json')) == {
+        'clients': [{'name': 'havelock'}, {'name': 'empty'}]}
+    out = tmp_path / 'out'
+    for command in ('genids', 'generations'):      # stdout, as the text
+        doc = json_of(run(repo_path, command, '--output-format=json',
+                          '--output', out))
+        assert doc['client'] == 'havelock'
+        assert out.read_text() == ''
+    for command in ('clients', 'ls', 'diff'):
+        args = ['latest'] if command == 'diff' else []
+        result = run(repo_path, command, '--output-format=json',
+                     '--output', out, *args)
+        assert (result.returncode, result.stdout) == (0, b'')
+        assert json.loads(out.read_text()) == json_of(
+            run(repo_path, command, '--output-format=json', *args))
+
+
+def test_json_generations_and_genids(repo_path):
+    doc = json_of(run(repo_path, 'generations', '--output-format=json'))
+    assert [(g['id'], g['files'], g['bytes'], g['checkpoint'],
+             g['started_utc']) for g in doc['generations']] == [
+        ('2', 7, 5007, False, '2015-10-27T18:21:30Z'),
+        ('5', 7, 5007, True, '2015-11-26T18:21:30Z')]
+    assert json_of(run(repo_path, 'genids', '--output-format=json')) == {
+        'client': 'havelock', 'generation_ids': ['2', '5']}
+    assert json_of(run(repo_path, 'genids', '--output-format=json',
+                       client='empty'))['generation_ids'] == []
+
+
+def test_json_ls_has_the_facts_of_the_text(repo_path):
+    doc = json_of(run(repo_path, 'ls', '--output-format=json',
+                      '--generation=2', '--generation=latest'))
+    assert [g['id'] for g in doc['generations']] == ['2', '5']
+    entries = doc['generations'][0]['entries']
+    text_lines = LS_2.splitlines()[1:]
+    assert len(entries) == len(text_lines)
+    for entry, line in zip(entries, text_lines):
+        mode, nlink, user, group, size, day, hms, path = line.split(None, 7)
+        assert (entry['permissions'], entry['nlink'], entry['user'],
+                entry['group'], entry['size'], entry['mtime_utc']) == (
+            mode, int(nlink), user, group, int(size),
+            '%sT%sZ' % (day, hms))
+        assert path.startswith(entry['path'])
+    link = [e for e in entries if e['type'] == 'symlink']
+    assert [(e['path'], e['target']) for e in link] == [('/home/liw/l',
+                                                         'foo')]
+
+
+def test_json_diff_and_errors_write_no_document(repo_path):
+    doc = json_of(run(repo_path, 'diff', '--output-format=json', '5'))
+    assert (doc['old_generation'], doc['new_generation']) == ('2', '5')
+    assert [(c['change'], c['path']) for c in doc['changes']] == [
+        ('added', '/home/liw/new'), ('removed', '/home/liw/a b'),
+        ('removed', '/home/liw/l'), ('changed', '/home/liw/sub/s')]
+    for args in (['diff', '2'], ['ls', '/nope'], ['diff']):
+        result = run(repo_path, *args, '--output-format=json')
+        assert (result.returncode, result.stdout) == (1, b'')
