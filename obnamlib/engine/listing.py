@@ -88,45 +88,37 @@ def ls_header(repo, gen_id):
 
 # --- ls ------------------------------------------------------------------
 
-_TYPE_CHARS = (
-    (stat.S_ISDIR, 'd'),
-    (stat.S_ISCHR, 'c'),
-    (stat.S_ISBLK, 'b'),
-    (stat.S_ISREG, '-'),
-    (stat.S_ISFIFO, 'p'),
-    (stat.S_ISLNK, 'l'),
-    (stat.S_ISSOCK, '-'),       # 1.x quirk, kept
+_KINDS = (
+    # (test, the type character of `ls`, the name for scripts)
+    (stat.S_ISDIR, 'd', 'dir'),
+    (stat.S_ISCHR, 'c', 'char-device'),
+    (stat.S_ISBLK, 'b', 'block-device'),
+    (stat.S_ISREG, '-', 'file'),
+    (stat.S_ISFIFO, 'p', 'fifo'),
+    (stat.S_ISLNK, 'l', 'symlink'),
+    (stat.S_ISSOCK, '-', 'socket'),     # '-': 1.x quirk, kept
 )
 
 
-_TYPE_NAMES = (
-    (stat.S_ISREG, 'file'),
-    (stat.S_ISDIR, 'dir'),
-    (stat.S_ISLNK, 'symlink'),
-    (stat.S_ISFIFO, 'fifo'),
-    (stat.S_ISSOCK, 'socket'),
-    (stat.S_ISCHR, 'char-device'),
-    (stat.S_ISBLK, 'block-device'),
-)
+def _kind(mode):
+    """(type character, type name) of a mode; ('?', 'unknown') when the
+    mode names no known kind."""
+    for test, char, name in _KINDS:
+        if test(mode):
+            return char, name
+    return '?', 'unknown'
 
 
 def type_name(mode):
     """`file`, `dir`, `symlink`, ...: the kind of object, for scripts
     (`unknown` when the mode is missing or names no known kind)."""
-    for test, name in _TYPE_NAMES:
-        if mode is not None and test(mode):
-            return name
-    return 'unknown'
+    return _kind(mode or 0)[1]
 
 
 def mode_string(mode):
     """`drwxr-sr-t`: type char and permission triplets with s/S, t/T."""
     mode = mode or 0
-    type_char = '?'
-    for test, char in _TYPE_CHARS:
-        if test(mode):
-            type_char = char
-            break
+    type_char = _kind(mode)[0]
     return type_char + ''.join(_triplet(mode, who) for who in range(3))
 
 
