@@ -1,5 +1,6 @@
 """`obnam restore` as people run it: settings, errors, output, exit codes."""
 
+import base64
 import json
 import os
 import re
@@ -365,3 +366,17 @@ def test_json_summary_after_a_missing_chunk_counts_the_error(tmp_path,
     document = json.loads(result.stdout)
     assert document['errors'] == 1
     assert document['generation_id'] == repo.make_generation_spec(gen)
+
+
+def test_json_target_not_utf8_keeps_its_bytes(tmp_path, backed_up):
+    target = os.fsencode(str(tmp_path)) + b'/x\xe9'
+    result = subprocess.run(
+        [sys.executable, OBNAM, '--no-default-configs', '--quiet',
+         '--client-name', rh.CLIENT, '--repository', str(tmp_path / 'repo'),
+         '--log=none', '--output-format=json', 'restore', '--to', target],
+        capture_output=True, env=dict(os.environ, LC_ALL='C.UTF-8'))
+    assert (result.returncode, result.stderr) == (0, b'')
+    document = json.loads(result.stdout)
+    assert base64.b64decode(document['target_b64']) == target
+    assert document['target'] == os.fsdecode(target[:-1]) + '\ufffd'
+    assert os.path.isdir(target)
