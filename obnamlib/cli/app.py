@@ -136,6 +136,10 @@ def add_core_settings(settings):
     settings.boolean(['pretend', 'dry-run', 'no-act'],
                      'do not change the repository or the file system, '
                      'only show what would happen')
+    settings.choice(['output-format'], ['text', 'json'],
+                    'write results as text (as Obnam 1.x did) or as one '
+                    'JSON document (keys in doc/json-output.md)',
+                    metavar='FORMAT')
     settings.integer(['lock-timeout'], 'wait at most N seconds for a '
                      'repository lock (0 = try once)', default=60,
                      metavar='N')
