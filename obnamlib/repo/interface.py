@@ -268,6 +268,20 @@ class Repository(abc.ABC):
         """Every chunk id that has a chunk file."""
 
     @abc.abstractmethod
+    def get_chunk_sizes(self, chunk_ids=None):
+        """{chunk id: bytes its chunk file takes in the repository, as
+        stored (after compression and encryption)} of the given chunks,
+        or of every chunk file when None; a chunk without a file is left
+        out.  In bulk: callers ask once for many."""
+
+    @abc.abstractmethod
+    def get_chunk_index_users(self, chunk_ids):
+        """{chunk id: set of the client names the indexes record as its
+        users} (None in the set: a user no client of the list is).  A
+        chunk the indexes know nothing of and that has no file is left
+        out: remove_unused_chunks leaves it alone.  Changes nothing."""
+
+    @abc.abstractmethod
     def remove_chunk(self, chunk_id):
         """Delete the chunk file (callers first make sure nobody uses it)."""
 
@@ -300,6 +314,13 @@ class Repository(abc.ABC):
         returns the chunk ids indexed for the client that no generation of
         it uses (candidates for remove_unused_chunks), else []."""
         return []
+
+    def find_forget_leftovers(self, client_name):
+        """Changing nothing (no locks needed): what a forget of the
+        client would handle before removing a generation, as (the ids
+        begin_forget would return, the chunk ids remove_leftover_chunks
+        would delete).  ([], []) here."""
+        return [], []
 
     def finish_forget(self, client_name):
         """The forget is complete once the next index commit is done."""

@@ -156,6 +156,23 @@ class Storage(abc.ABC):
                 results.append(None)
         return results
 
+    def file_sizes(self, dirnames):
+        """For each directory, {name: size in bytes as stored} of the
+        files in it (subdirectories left out), or the OSError its listing
+        met (FileNotFoundError if absent).  Together where the storage
+        can (SFTP); by default each file is read, which only suits small
+        test storages."""
+        return [self._sizes_by_reading(dirname) for dirname in dirnames]
+
+    def _sizes_by_reading(self, dirname):
+        try:
+            names = self.listdir(dirname)
+        except OSError as e:
+            return e
+        paths = [(name, dirname + '/' + name) for name in names]
+        return {name: len(self.read_raw(path)) for name, path in paths
+                if not self.isdir(path)}
+
     def read_ahead(self, paths):
         """A hint: these files will be read next, in this order (larch's
         name; RepositoryFS decrypts them ahead in a second process)."""

@@ -199,6 +199,10 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
     def listdir(self, path):
         return sorted(os.listdir(self._full(path)))
 
+    def file_sizes(self, dirnames):
+        """One scandir per directory (its entries' stat)."""
+        return [_file_sizes(self._full(dirname)) for dirname in dirnames]
+
     def rename(self, old, new):
         full_old, full_new = self._full(old), self._full(new)
         self._in_parent(full_new, lambda: os.replace(full_old, full_new),
@@ -403,6 +407,17 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
             _make_socket(path)
         else:
             os.mknod(path, mode, device)
+
+
+def _file_sizes(full):
+    """{name: st_size} of the files in a directory, or the OSError."""
+    try:
+        with os.scandir(full) as entries:
+            return {entry.name: entry.stat(follow_symlinks=False).st_size
+                    for entry in entries
+                    if not entry.is_dir(follow_symlinks=False)}
+    except OSError as e:
+        return e
 
 
 def _open_noatime(path):

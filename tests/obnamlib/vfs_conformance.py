@@ -76,6 +76,16 @@ class VfsConformance:
         assert self.vfs.listdir('dir') == ['file']
         assert self.vfs.listdir('') == ['dir']
 
+    def test_file_sizes(self):
+        self.vfs.write_file('a/one', b'1')
+        self.vfs.write_file('a/three', b'333')
+        self.vfs.makedirs('a/sub')
+        self.vfs.write_file('b/empty', b'')
+        sizes = self.vfs.file_sizes(['a', 'nope', 'b'])
+        assert sizes[0] == {'one': 1, 'three': 3}
+        assert isinstance(sizes[1], FileNotFoundError)
+        assert sizes[2] == {'empty': 0}
+
     def test_makedirs_is_idempotent(self):
         self.vfs.makedirs('x/y')
         self.vfs.makedirs('x/y')

@@ -246,13 +246,42 @@ class ChunkIndexing:
         client_id = self.clients.client_id(client_name)
         if not forget_marker.place(self.chunks.fs, client_id):
             return []
-        forest = self.clients.writable(client_name)
+        return self._indexed_unused(client_id,
+                                    self.clients.writable(client_name))
+
+    def _indexed_unused(self, client_id, forest):
+        """The chunk ids indexed for the client that no generation of it
+        uses, sorted."""
         used = set()
         for number in forest.generation_ids():
             used |= forest.generation(number).chunk_ids_in_use()
         indexed = {chunk_id for _, chunk_id, user
                    in self.indexes.all_chunksums() if user == client_id}
         return sorted(indexed - used)
+
+    def forget_leftovers(self, client_name):
+        """Changing nothing: what a forget of the client would find before
+        it removes a generation, as (begin_forget's answer, the unused
+        leftovers remove_leftovers would delete)."""
+        client_id = self.clients.client_id(client_name)
+        forest = self.clients.open(client_name)
+        stale = []
+        if forget_marker.is_placed(self.chunks.fs, client_id):
+            stale = self._indexed_unused(client_id, forest)
+        found = leftover_chunks.find(
+            self.chunks, self.indexes, self.journal(client_name), forest,
+            lambda chunk_id: self._used_by_another(client_name, chunk_id))
+        return stale, found.unused
+
+    def index_users(self, chunk_id):
+        """The client ids the chunksums entries of the chunk name (found
+        by the checksum remove_use would use), or None if the chunk has
+        neither a chunklist entry nor a file."""
+        try:
+            checksum = self.checksum_of(chunk_id)
+        except errors.RepositoryChunkDoesNotExist:
+            return None
+        return self.indexes.users(checksum, chunk_id)
 
     def finish_forget(self, client_name):
         self.forgets_done.add(self.clients.client_id(client_name))

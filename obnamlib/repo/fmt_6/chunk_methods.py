@@ -91,6 +91,28 @@ class ChunkMethods:
         return self.chunks.ids()
 
     @reporting_damage
+    def get_chunk_sizes(self, chunk_ids=None):
+        """One listing with sizes per chunk directory (together over
+        SFTP, chunk_store.SIZE_LISTINGS at a time)."""
+        return self.chunks.sizes(
+            None if chunk_ids is None else list(chunk_ids))
+
+    @reporting_damage
+    def get_chunk_index_users(self, chunk_ids):
+        names = self.client_list.names()
+        by_id = {self.client_list.find(name): name for name in names}
+        users = {}
+        for chunk_id in chunk_ids:
+            ids = self.chunk_indexing.index_users(chunk_id)
+            if ids is not None:
+                users[chunk_id] = {by_id.get(i) for i in ids}
+        return users
+
+    @reporting_damage
+    def find_forget_leftovers(self, client_name):
+        return self.chunk_indexing.forget_leftovers(client_name)
+
+    @reporting_damage
     def remove_chunk(self, chunk_id):
         """Also one this session put and did not index: it is no longer
         found by content."""

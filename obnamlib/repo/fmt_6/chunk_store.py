@@ -34,6 +34,10 @@ _NOT_CHUNKS = ('lock', 'key', 'userkeys')
 # A wider range of ids is looked for by a walk of every chunk directory.
 RANGE_LISTINGS = 256
 
+# Chunk directories listed together for their files' sizes, at most (an
+# SFTP server holds a handle for each).
+SIZE_LISTINGS = 64
+
 # Chunks read ahead (prefetch) and kept for get, at most.
 CACHE_BYTES = 64 * 1024 * 1024
 CACHE_CHUNKS = 256
@@ -355,6 +359,47 @@ class ChunkStore:
         if self.by_basename is None:
             self.by_basename = {cid: path for cid, path in self._walk()}
         return self.by_basename.get(chunk_id)
+
+    def sizes(self, chunk_ids=None):
+        """{chunk id: size of its file as stored} of the given chunks (or
+        of every chunk), those without a file left out: one listing with
+        sizes per chunk directory, all of them together where the
+        storage can (SFTP)."""
+        if self.background is not None:
+            self.background.wait()
+        if chunk_ids is None:
+            paths = dict((chunk_id, path) for chunk_id, path in self._walk())
+        else:
+            paths = {chunk_id: idpath(chunk_id) for chunk_id in chunk_ids}
+        found = self._sizes_at(paths)
+        if chunk_ids is not None:
+            elsewhere = {chunk_id: self._find_elsewhere(chunk_id)
+                         for chunk_id in set(paths) - set(found)}
+            found.update(self._sizes_at(
+                {c: p for c, p in elsewhere.items() if p is not None}))
+        return found
+
+    def _sizes_at(self, paths):
+        """{chunk id: size} of the files at paths ({chunk id: path})."""
+        by_dir = {}
+        for chunk_id, path in paths.items():
+            dirname, name = path.rsplit('/', 1)
+            by_dir.setdefault(dirname, []).append((chunk_id, name))
+        dirnames = sorted(by_dir)
+        listings = []
+        for start in range(0, len(dirnames), SIZE_LISTINGS):
+            listings += self.fs.file_sizes(
+                dirnames[start:start + SIZE_LISTINGS])
+        found = {}
+        for dirname, listing in zip(dirnames, listings):
+            if isinstance(listing, FileNotFoundError):
+                continue
+            if isinstance(listing, Exception):
+                raise listing
+            for chunk_id, name in by_dir[dirname]:
+                if name in listing:
+                    found[chunk_id] = listing[name]
+        return found
 
     def ids(self):
         """Every chunk id that has a chunk file, in no particular order."""

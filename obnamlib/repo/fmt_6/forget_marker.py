@@ -16,12 +16,16 @@ def marker_path(client_id):
     return '%d/%s' % (client_id, MARKER_NAME)
 
 
+def is_placed(fs, client_id):
+    """Whether a forget of the client is under way, or was killed."""
+    return fs.exists(marker_path(client_id))
+
+
 def place(fs, client_id):
     """Write the marker; whether an earlier forget's was still there."""
-    path = marker_path(client_id)
-    found = fs.exists(path)
+    found = is_placed(fs, client_id)
     if not found:
-        fs.write_file(path, b'forget\n')
+        fs.write_file(marker_path(client_id), b'forget\n')
     return found
 
 

@@ -259,6 +259,10 @@ class RepositoryFS(vfs_base.Storage):
     def listdir(self, path):
         return self.base.listdir(path)
 
+    def file_sizes(self, dirnames):
+        """Stored sizes (after compression and encryption): the base's."""
+        return self.base.file_sizes(dirnames)
+
     def makedirs(self, path):
         self._before_writing()
         self.base.makedirs(path)

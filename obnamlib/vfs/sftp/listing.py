@@ -133,6 +133,15 @@ class ListingMixin:
         self._fresh_listing = (full, {n: a for n, a, _ in entries})
         return [n.decode('utf-8', 'surrogateescape') for n, _, _ in entries]
 
+    def file_sizes(self, dirnames):
+        """Every listing in flight together; sizes come with the names."""
+        fulls = [self._abs(dirname) for dirname in dirnames]
+        return [result if isinstance(result, Exception) else
+                {name.decode('utf-8', 'surrogateescape'): attrs.st_size or 0
+                 for name, attrs, _ in result
+                 if not stat.S_ISDIR(attrs.st_mode or 0)}
+                for result in self._read_dirs(fulls, list(dirnames))]
+
     def _listed_attrs(self, full):
         """(known, attrs) of `full` from the listing just made: attrs None
         if it was not there.  Each entry answers once (a caller polling a

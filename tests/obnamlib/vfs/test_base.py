@@ -54,6 +54,14 @@ def test_default_lock_fails_on_a_taken_name_and_unlock_removes(plain):
     assert not plain.exists('lock')
 
 
+def test_default_file_sizes_read_the_files(plain):
+    plain.write_file('d/f', b'four')
+    plain.write_file('d/sub/g', b'x')
+    sizes = plain.file_sizes(['d', 'missing'])
+    assert sizes[0] == {'f': 4}
+    assert isinstance(sizes[1], FileNotFoundError)
+
+
 def test_default_batches_go_one_by_one(plain):
     plain.write_file('a', b'A')
     results = plain.create_files([('b', b'B'), ('a', b'X')])
