@@ -47,6 +47,11 @@ class ContentFilter:
 
     compress, keys, cipher and format5: as RepositoryFS takes them (the
     cipher None: in-process OpenPGP, made when first used).
+
+    wrap and unwrap may be called from several threads at once (a chunk
+    writer's worker beside the backup): compression is a pure function
+    that releases the GIL, and what is made once (the cipher, each
+    toplevel's key files) is made under a lock.
     """
 
     def __init__(self, compress=False, keys=None, cipher=None,
@@ -61,7 +66,9 @@ class ContentFilter:
     @property
     def cipher(self):
         if self._cipher is None:
-            self._cipher = default_cipher()
+            with self._lock:
+                if self._cipher is None:
+                    self._cipher = default_cipher()
         return self._cipher
 
     def unwrap(self, path, data):

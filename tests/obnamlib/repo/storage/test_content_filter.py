@@ -50,3 +50,31 @@ def test_a_few_files_asked_ahead_start_no_process():
     assert second.process is None
     assert second.take('chunks/1') is None
     second.close()
+
+
+def test_wrap_from_several_threads_gives_what_one_thread_gives():
+    """A chunk writer's worker may wrap beside the backup's thread."""
+    import threading
+    keys = PassphraseTable({'chunks': 'k1', 'other': 'k2'})
+    chain = content_filter.ContentFilter(compress=True, keys=keys,
+                                         cipher=XorCipher())
+    items = [('%s/%d' % (top, i), b'text %d\n' % i * (200 + 50 * i))
+             for i in range(40) for top in ('chunks', 'other')]
+    start = threading.Barrier(4)
+    results = [None] * 4
+
+    def work(k):
+        start.wait()
+        results[k] = [chain.wrap(path, data) for path, data in items]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    one = content_filter.ContentFilter(compress=True, keys=keys,
+                                       cipher=XorCipher())
+    assert results == [[one.wrap(p, d) for p, d in items]] * 4
+    assert sorted(keys.prepared) == ['chunks', 'chunks', 'other', 'other']
+    for (path, data), stored in zip(items, results[0]):
+        assert chain.unwrap(path, stored) == data

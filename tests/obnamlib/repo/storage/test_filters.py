@@ -38,8 +38,9 @@ def test_payload_with_nul_bytes_round_trips():
 def test_compression_is_zlib_of_nul_payload():
     payload = b'a' * 1000
     stored = filters.wrap(payload, compression=True)
-    assert stored == b'deflate\0' + zlib.compress(b'\0' + payload, 6)
-    assert stored[8:10] == b'\x78\x9c'
+    assert stored == b'deflate\0' + zlib.compress(b'\0' + payload,
+                                                  filters.LEVEL)
+    assert stored[8:10] == b'\x78\x01'     # RFC 1950 header, fastest level
     assert filters.unwrap(stored) == payload
 
 
@@ -53,7 +54,7 @@ def test_skip_rule_boundary():
     for n in range(1, 200):
         payload = bytes(range(n % 256))[:n] + b'x' * (n // 3)
         data = b'\0' + payload
-        packed = zlib.compress(data, 6)
+        packed = zlib.compress(data, filters.LEVEL)
         stored = filters.wrap(payload, compression=True)
         if len(packed) + 8 >= len(data):
             assert stored == data
@@ -73,7 +74,8 @@ def test_encryption_wraps_after_compression():
                           encrypt=lambda d: cipher.encrypt(d, 'pw'))
     assert stored.startswith(b'encrypt1\0X')
     inner = cipher.decrypt(stored[9:], 'pw')
-    assert inner == b'deflate\0' + zlib.compress(b'\0' + payload, 6)
+    assert inner == b'deflate\0' + zlib.compress(b'\0' + payload,
+                                                 filters.LEVEL)
     got = filters.unwrap(stored, decrypt=lambda d: cipher.decrypt(d, 'pw'))
     assert got == payload
 
@@ -151,3 +153,81 @@ def test_a_huge_unknown_tag_is_shortened_in_the_message():
 def test_unwrap_returns_bytes_for_any_bytes_like_input():
     result = filters.unwrap(bytearray(b'\0abc'))
     assert type(result) is bytes and result == b'abc'
+
+
+# --- the sample: data that does not compress is not compressed whole ------
+
+def random_bytes(n, seed=1):
+    import random
+    return random.Random(seed).randbytes(n)
+
+
+class CompressSpy:
+    """zlib for filters, recording the length of every compress input."""
+
+    def __init__(self):
+        self.lengths = []
+
+    def compress(self, data, level):
+        self.lengths.append(len(data))
+        return zlib.compress(data, level)
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    spy = CompressSpy()
+    monkeypatch.setattr(filters, 'zlib', spy)
+    return spy
+
+
+def test_random_chunk_is_stored_after_compressing_only_its_sample(spy):
+    payload = random_bytes(1 << 20)
+    assert filters.wrap(payload, compression=True) == b'\0' + payload
+    assert spy.lengths == [filters.SAMPLE_BYTES]
+
+
+def test_compressible_chunk_is_compressed_whole_after_its_sample(spy):
+    payload = b'line of text %d\n' * 70000
+    stored = filters.wrap(payload, compression=True)
+    assert stored.startswith(b'deflate\0')
+    assert spy.lengths == [filters.SAMPLE_BYTES, len(payload) + 1]
+    assert zlib.decompress(stored[8:]) == b'\0' + payload
+
+
+def test_short_data_is_tried_whole_without_a_sample(spy):
+    payload = b'short text, ' * 100
+    assert filters.wrap(payload, compression=True).startswith(b'deflate\0')
+    assert spy.lengths == [len(payload) + 1]
+
+
+def test_short_random_data_is_stored_by_the_1_18_rule():
+    payload = random_bytes(filters.SAMPLE_BYTES // 2)
+    assert filters.wrap(payload, compression=True) == b'\0' + payload
+
+
+def test_random_sample_hides_the_compressible_rest():
+    """The price of sampling: a chunk that starts random is stored whole,
+    even when the rest would compress (one chunk, not the file)."""
+    payload = random_bytes(filters.SAMPLE_BYTES) + b'a' * (1 << 20)
+    assert filters.wrap(payload, compression=True) == b'\0' + payload
+
+
+def test_a_compressible_sample_lets_the_whole_decide(spy):
+    """After a good sample the chunk is compressed whole, and kept so
+    when that saves anything at all (the 1.18 rule)."""
+    payload = b'a' * filters.SAMPLE_BYTES + random_bytes(1 << 20)
+    stored = filters.wrap(payload, compression=True)
+    assert spy.lengths == [filters.SAMPLE_BYTES, len(payload) + 1]
+    assert stored.startswith(b'deflate\0')
+    assert zlib.decompress(stored[8:]) == b'\0' + payload
+
+
+def test_sample_threshold_is_a_tenth_saved():
+    """Half random, half repeated: the sample saves about half, so the
+    chunk is compressed; all but a twentieth random: stored."""
+    half = bytes(b for pair in zip(random_bytes(32768), b'x' * 32768)
+                 for b in pair)
+    assert filters.sample_compresses(half * 2)
+    mostly = bytearray(random_bytes(1 << 18))
+    mostly[::20] = b'\0' * len(mostly[::20])
+    assert not filters.sample_compresses(bytes(mostly))

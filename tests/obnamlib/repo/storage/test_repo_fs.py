@@ -62,7 +62,8 @@ def test_compression(base):
     fs = repo_fs.RepositoryFS(base, compress=True)
     fs.write_file('chunks/0/0/0/1', b'x' * 4096)
     raw = base.read_file('chunks/0/0/0/1')
-    assert raw == b'deflate\0' + zlib.compress(b'\0' + b'x' * 4096)
+    assert raw == b'deflate\0' + zlib.compress(b'\0' + b'x' * 4096,
+                                                filters.LEVEL)
     assert fs.read_file('chunks/0/0/0/1') == b'x' * 4096
 
 
@@ -176,7 +177,8 @@ def test_real_openpgp_cipher_is_default_and_gpg_reads_it(tmp_path,
     raw = base.read_file('chunks/0/0/0/1')
     assert raw.startswith(b'encrypt1\0')
     inner = plain_gpg_home.decrypt(raw[9:], passphrase='ab' * 32).stdout
-    assert inner == b'deflate\0' + zlib.compress(b'\0' + b'content ' * 100)
+    assert inner == b'deflate\0' + zlib.compress(
+        b'\0' + b'content ' * 100, filters.LEVEL)
     assert fs.read_file('chunks/0/0/0/1') == b'content ' * 100
     assert b'content' not in raw
 
