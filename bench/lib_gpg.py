@@ -10,11 +10,12 @@ import subprocess
 import tempfile
 
 from lib_measure import CommandFailed
+from lib_service import Service
 
 USER_ID = 'Obnam Bench <bench@example.com>'
 
 
-class ThrowawayGpgHome:
+class ThrowawayGpgHome(Service):
     """GNUPGHOME with one key; `fingerprint` names it for --encrypt-with."""
 
     def __init__(self):
@@ -22,16 +23,8 @@ class ThrowawayGpgHome:
         os.chmod(self.path, 0o700)
         self.fingerprint = None
 
-    def __enter__(self):
-        try:
-            self.fingerprint = self._generate_key()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def start(self):
+        self.fingerprint = self._generate_key()
 
     def _gpg(self, *args):
         argv = ['gpg', '--homedir', self.path, '--batch', '--no-tty'] + list(

@@ -17,6 +17,7 @@ import time
 
 TAIL = 1500     # characters of a failed command's output worth keeping
 timeout = 3600  # seconds one command may take; set by --timeout
+DROP_CACHES = '/proc/sys/vm/drop_caches'
 
 
 class Measurement:
@@ -168,3 +169,27 @@ def _read_through(path):
         return total
     finally:
         os.close(fd)
+
+
+def cannot_drop_page_cache():
+    """Why --cold cannot work here, or None: dropping the page cache takes
+    root and a writable /proc/sys.  Opening the file drops nothing."""
+    try:
+        os.close(os.open(DROP_CACHES, os.O_WRONLY))
+    except OSError as e:
+        return ('--cold drops the page cache by writing to %s, which this '
+                'process cannot (%s): run as root, on a machine whose '
+                '/proc/sys is writable' % (DROP_CACHES, e.strerror))
+    return None
+
+
+def drop_page_cache():
+    """Write back what is dirty, then drop the clean page cache, dentries
+    and inodes of the whole machine (--cold): the next command reads
+    corpus, repository and its own program files from the disk."""
+    os.sync()
+    try:
+        with open(DROP_CACHES, 'w') as f:
+            f.write('3\n')
+    except OSError as e:
+        raise CommandFailed('cannot drop the page cache: %s' % e)

@@ -114,7 +114,9 @@ def fmt_range(low, high):
 
 
 def print_mode(mode, descriptions, by_tool, steps, corpus_bytes):
-    remote = mode == 'sftp'
+    # A server's CPU time (sftp's sshd, gluster's daemons), where known.
+    remote = any(m.server_cpu is not None
+                 for by_step in by_tool.values() for m in by_step.values())
     print('== mode %s' % mode)
     for line in descriptions:
         print('   %s' % line)

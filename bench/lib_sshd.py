@@ -15,26 +15,22 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
+from lib_service import Service   # noqa: E402
 from tests.sshd_server import SshdServer   # noqa: E402
 
 SESSION_END_TIMEOUT = 30
 
 
-class BenchSshd:
+class BenchSshd(Service):
     """A running sshd; use as a context manager."""
 
     def __init__(self):
         self.server = SshdServer()
 
-    def __enter__(self):
-        try:
-            self.server.start()
-        except BaseException:
-            self.server.stop()
-            raise
-        return self
+    def start(self):
+        self.server.start()
 
-    def __exit__(self, *exc):
+    def close(self):
         self.server.stop()
 
     @property

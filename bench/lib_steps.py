@@ -9,8 +9,9 @@ import os
 import shutil
 import sys
 
-from lib_measure import (CommandFailed, Measurement, read_into_page_cache,
-                         run_measured, run_quietly, tree_bytes)
+from lib_measure import (CommandFailed, Measurement, drop_page_cache,
+                         read_into_page_cache, run_measured, run_quietly,
+                         tree_bytes)
 
 # (key for --steps, label in tables and JSON), in the order they run.
 STEPS = (
@@ -30,23 +31,21 @@ COMMANDS_NOTE = ('check: obnam fsck, borg check, restic check --read-data; '
 class ToolRun:
     """One tool in one mode through the steps."""
 
-    def __init__(self, tool, workdir, setup_error=None, restore_dir=None):
+    def __init__(self, tool, workdir, setup_error=None, restore_dir=None,
+                 cold=False):
         self.tool = tool
         self.workdir = workdir
         # Restores go here (a tmpfs by default): on ext4, creating files
         # right after another tool's restore was deleted costs kernel time
         # that would be charged to whichever tool restores next.
         self.restore_dir = restore_dir or workdir
+        self.cold = cold          # drop the page cache, do not warm it
         self.broken = None
         self.results = {}
         self.corpus = None        # the tree the steps back up
         if setup_error:
             self.results['init'] = Measurement(None, error=setup_error)
             self.broken = setup_error.splitlines()[0]
-
-    @property
-    def sshd(self):
-        return self.tool.sshd
 
     def prepare(self):
         """Create the repository; mark the tool broken if that fails."""
@@ -119,20 +118,23 @@ class ToolRun:
         # Write back, untimed, what earlier commands left dirty (the
         # mutated corpus, another tool's repository or deleted restore):
         # obnam ends a backup with syncfs, borg and restic fsync, and each
-        # must pay for its own writes only.  Then read the corpus and
-        # the repository into the page cache, untimed: obnam and borg
-        # drop what they read, restic does not, so each tool would
-        # otherwise find the cache as the tool before it left it.
+        # must pay for its own writes only.  Then, also untimed, bring
+        # every tool the same page cache: warm, corpus and repository
+        # read in (obnam and borg drop what they read, restic does not,
+        # so each tool would otherwise find the cache as the tool before
+        # it left it), or cold, the whole cache dropped (--cold).
         os.sync()
-        read_into_page_cache(*[tree for tree in (self.corpus,
-                                                 self.tool.repo_path) if tree])
-        before = self.sshd.server_cpu_seconds() if self.sshd else None
+        if self.cold:
+            drop_page_cache()
+        else:
+            read_into_page_cache(*[tree for tree in (
+                self.corpus, self.tool.repo_path) if tree])
+        server = self.tool.server
+        before = server.server_cpu_seconds() if server else None
         wall, cpu, rss = run_measured(argv, env=self.tool.env, cwd=cwd)
-        server = None
-        if self.sshd:
-            server = self.sshd.server_cpu_seconds() - before
+        spent = server.server_cpu_seconds() - before if server else None
         return Measurement(argv, wall, cpu, rss, tree_bytes(
-            self.tool.repo_path), server)
+            self.tool.repo_path), spent)
 
 
 def progress(mode, tool, step, result, round_number=None):

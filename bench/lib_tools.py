@@ -9,6 +9,8 @@ One object per (tool, mode).  Modes:
   sftp       repository behind the local sshd: obnam to sftp://, borg to
              ssh:// (borg serve on the same machine), restic's sftp backend;
              unencrypted as in plain
+  gluster    repository on a GlusterFS volume on 127.0.0.1 (replica 3,
+             mounted through FUSE); unencrypted as in plain
 
 Each tool keeps its home, caches and security data in the work directory,
 so every run starts cold for all of them.
@@ -21,7 +23,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OBNAM = os.path.join(os.path.dirname(HERE), 'bin', 'obnam')
 OBNAM_PACKAGES = [os.path.join(os.path.dirname(HERE), 'obnamlib')]
 
-MODES = ('plain', 'encrypted', 'sftp')
+MODES = ('plain', 'encrypted', 'sftp', 'gluster')
+# What --mode all means: the modes that need nothing but the tools.  gluster
+# needs root and GlusterFS, and takes long at large scales: it runs only
+# when named.
+ALL_MODES = ('plain', 'encrypted', 'sftp')
 PASSWORD = 'bench-password'
 
 
@@ -51,17 +57,25 @@ class Tool:
     name = None
     program = None
 
-    def __init__(self, workdir, mode, gpg=None, sshd=None):
+    def __init__(self, workdir, mode, gpg=None, sshd=None, gluster=None):
         self.mode = mode
         self.gpg = gpg
         self.sshd = sshd
+        self.gluster = gluster
         base = os.path.join(workdir, mode)
-        self.repo_path = os.path.join(base, self.name + '-repo')
+        repo_dir = gluster.mountpoint if gluster else base
+        self.repo_path = os.path.join(repo_dir, self.name + '-repo')
         self.home = os.path.join(base, self.name + '-home')
         os.makedirs(self.home)
         self.env = dict(os.environ, HOME=self.home, LC_ALL='C.UTF-8')
         self.env.pop('SSH_AUTH_SOCK', None)     # only the bench's own key
         self.generation = 0
+
+    @property
+    def server(self):
+        """What serves the repository, if it spends CPU time no wait4 of
+        ours counts (sshd's sessions; gluster's daemons), else None."""
+        return self.sshd or self.gluster
 
     def init_command(self):
         """The command that creates the repository, or None."""
@@ -92,6 +106,7 @@ class Obnam(Tool):
         return {'plain': 'obnam: local disk, unencrypted',
                 'encrypted': 'obnam: local disk, --encrypt-with (gpg key)',
                 'sftp': 'obnam: sftp:// to the local sshd, unencrypted',
+                'gluster': 'obnam: GlusterFS volume (FUSE), unencrypted',
                 }[self.mode]
 
     def base(self):
@@ -125,8 +140,8 @@ class Borg(Tool):
     name = 'borg'
     program = 'borg'
 
-    def __init__(self, workdir, mode, gpg=None, sshd=None):
-        super().__init__(workdir, mode, gpg, sshd)
+    def __init__(self, workdir, mode, gpg=None, sshd=None, gluster=None):
+        super().__init__(workdir, mode, gpg, sshd, gluster)
         self.env.update(BORG_BASE_DIR=self.home,
                         BORG_UNKNOWN_UNENCRYPTED_REPO_ACCESS_IS_OK='yes',
                         BORG_RELOCATED_REPO_ACCESS_IS_OK='yes',
@@ -142,6 +157,8 @@ class Borg(Tool):
                 'encrypted': 'borg: local disk, --encryption=repokey',
                 'sftp': 'borg: ssh:// to borg serve via the local sshd, '
                         '--encryption=none',
+                'gluster': 'borg: GlusterFS volume (FUSE), '
+                           '--encryption=none',
                 }[self.mode]
 
     def repository(self):
@@ -176,8 +193,8 @@ class Restic(Tool):
     name = 'restic'
     program = 'restic'
 
-    def __init__(self, workdir, mode, gpg=None, sshd=None):
-        super().__init__(workdir, mode, gpg, sshd)
+    def __init__(self, workdir, mode, gpg=None, sshd=None, gluster=None):
+        super().__init__(workdir, mode, gpg, sshd, gluster)
         self.env.update(RESTIC_PASSWORD=PASSWORD,
                         RESTIC_CACHE_DIR=os.path.join(self.home, 'cache'))
 
@@ -186,6 +203,8 @@ class Restic(Tool):
                 'encrypted': 'restic: local disk (always encrypted; same '
                              'commands as plain)',
                 'sftp': 'restic: sftp backend via the local sshd',
+                'gluster': 'restic: GlusterFS volume (FUSE; always '
+                           'encrypted)',
                 }[self.mode]
 
     def base(self):

@@ -229,7 +229,7 @@ def test_each_measured_command_starts_with_nothing_left_to_write_back(
     monkeypatch.setattr(lib_steps, 'run_measured', fake_run)
 
     class Tool:
-        name, mode, program, sshd, env = 'fake', 'plain', 'true', None, None
+        name, mode, program, server, env = 'fake', 'plain', 'true', None, None
         repo_path = str(tmp_path)
 
         def backup_command(self, corpus):
@@ -270,13 +270,18 @@ def test_reading_into_the_page_cache_reads_every_regular_file_once(
                                 str(tmp_path / 'missing')) == expected
 
 
-def test_each_tool_runs_in_every_mode_before_the_next_tool():
+def load_compare():
     import importlib.machinery
     import importlib.util
     loader = importlib.machinery.SourceFileLoader('bench_compare', COMPARE)
     spec = importlib.util.spec_from_loader('bench_compare', loader)
     script = importlib.util.module_from_spec(spec)
     loader.exec_module(script)
+    return script
+
+
+def test_each_tool_runs_in_every_mode_before_the_next_tool():
+    script = load_compare()
     runs = {'plain': ['obnam-p', 'borg-p', 'restic-p'],
             'encrypted': ['obnam-e', 'borg-e']}
     assert list(script.tool_major(runs)) == [
@@ -303,3 +308,128 @@ def test_obnam_is_byte_compiled_before_it_is_measured(tmp_path, monkeypatch):
         'mod.%s.pyc' % sys.implementation.cache_tag]
     (package / 'bad.py').write_text('def (\n')
     assert not lib_tools.compile_obnam()
+
+
+def parsed(monkeypatch, *argv):
+    script = load_compare()
+    monkeypatch.setattr(sys, 'argv', ['compare'] + list(argv))
+    return script.parse_args()
+
+
+def test_all_modes_are_those_that_need_nothing_but_the_tools(monkeypatch):
+    """gluster needs root and GlusterFS: it runs only when named."""
+    assert parsed(monkeypatch, '--mode', 'all').modes == [
+        'plain', 'encrypted', 'sftp']
+    assert parsed(monkeypatch, '--mode', 'gluster,plain').modes == [
+        'plain', 'gluster']
+
+
+def test_cold_restores_to_the_work_directory_unless_told_otherwise(
+        monkeypatch, tmp_path):
+    import lib_measure
+    writable = tmp_path / 'drop_caches'
+    writable.write_text('')
+    monkeypatch.setattr(lib_measure, 'DROP_CACHES', str(writable))
+    monkeypatch.setattr(lib_measure.os, 'access', lambda path, mode: True)
+    warm = parsed(monkeypatch)
+    assert (warm.cold, warm.restore_dir) == (False, '/dev/shm')
+    cold = parsed(monkeypatch, '--cold')
+    assert (cold.cold, cold.restore_dir) == (True, '')
+    told = parsed(monkeypatch, '--cold', '--restore-dir', '/dev/shm')
+    assert told.restore_dir == '/dev/shm'
+
+
+def test_cold_is_refused_where_the_page_cache_cannot_be_dropped(
+        monkeypatch, tmp_path, capsys):
+    import lib_measure
+    monkeypatch.setattr(lib_measure, 'DROP_CACHES',
+                        str(tmp_path / 'no' / 'drop_caches'))
+    with pytest.raises(SystemExit) as exit:
+        parsed(monkeypatch, '--cold')
+    assert exit.value.code == 2
+    assert ('--cold drops the page cache by writing to %s, which this '
+            'process cannot (No such file or directory)' % (
+                tmp_path / 'no' / 'drop_caches')) in capsys.readouterr().err
+
+
+def test_cold_drops_the_page_cache_instead_of_warming_it(
+        monkeypatch, tmp_path):
+    import lib_steps
+    events = []
+    monkeypatch.setattr(lib_steps.os, 'sync', lambda: events.append('sync'))
+    monkeypatch.setattr(lib_steps, 'drop_page_cache',
+                        lambda: events.append('drop'))
+    monkeypatch.setattr(lib_steps, 'read_into_page_cache',
+                        lambda *trees: events.append('warm'))
+    monkeypatch.setattr(lib_steps, 'run_measured',
+                        lambda argv, env=None, cwd=None: (
+                            events.append('run') or (1.0, 1.0, 1000)))
+
+    class Tool:
+        name, mode, program, server, env = 'fake', 'plain', 'true', None, None
+        repo_path = str(tmp_path)
+
+        def backup_command(self, corpus):
+            return ['backup']
+    run = lib_steps.ToolRun(Tool(), str(tmp_path), cold=True)
+    run.run('first', 'c')
+    run.run('nochange', 'c')
+    assert events == ['sync', 'drop', 'run', 'sync', 'drop', 'run']
+
+
+def test_dropping_the_page_cache_writes_3_after_a_sync(monkeypatch, tmp_path):
+    import lib_measure
+    target = tmp_path / 'drop_caches'
+    target.write_text('')
+    synced = []
+    monkeypatch.setattr(lib_measure, 'DROP_CACHES', str(target))
+    monkeypatch.setattr(lib_measure.os, 'sync',
+                        lambda: synced.append(target.read_text()))
+    lib_measure.drop_page_cache()
+    assert (synced, target.read_text()) == ([''], '3\n')
+    monkeypatch.setattr(lib_measure, 'DROP_CACHES', str(tmp_path))
+    with pytest.raises(lib_measure.CommandFailed) as failure:
+        lib_measure.drop_page_cache()
+    assert str(failure.value).startswith('cannot drop the page cache: ')
+
+
+def test_a_servers_cpu_time_is_measured_around_the_command(
+        monkeypatch, tmp_path):
+    """gluster's daemons and sshd's sessions work for the tool, outside
+    its process tree."""
+    import lib_steps
+    monkeypatch.setattr(lib_steps, 'read_into_page_cache', lambda *t: 0)
+    monkeypatch.setattr(lib_steps, 'run_measured',
+                        lambda argv, env=None, cwd=None: (1.0, 1.0, 1000))
+
+    class Server:
+        spent = iter([10.0, 12.5])
+
+        def server_cpu_seconds(self):
+            return next(self.spent)
+
+    class Tool:
+        name, mode, program, server, env = 'fake', 'gluster', 'true', \
+            Server(), None
+        repo_path = str(tmp_path)
+
+        def check_command(self):
+            return ['check']
+    run = lib_steps.ToolRun(Tool(), str(tmp_path))
+    assert run.run('check', 'c').server_cpu == 2.5
+
+
+def test_in_gluster_mode_each_repository_is_on_the_volume(tmp_path):
+    import lib_tools
+
+    class Volume:
+        mountpoint = str(tmp_path / 'mnt')
+    for name, tool_class in lib_tools.TOOLS.items():
+        volume = Volume()
+        tool = tool_class(str(tmp_path), 'gluster', gluster=volume)
+        assert tool.repo_path == str(tmp_path / 'mnt' / (name + '-repo'))
+        assert tool.server is volume
+        assert tool.home.startswith(str(tmp_path / 'gluster'))
+        assert 'GlusterFS' in tool.describe()
+    borg = lib_tools.Borg(str(tmp_path / 'b'), 'gluster', gluster=Volume())
+    assert borg.init_command()[:3] == ['borg', 'init', '--encryption=none']
