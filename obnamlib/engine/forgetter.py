@@ -10,11 +10,13 @@ whose commit deletes the chunk files no client uses any more.  A forget
 killed at any moment therefore leaves every kept generation whole; at
 worst some chunks of a removed generation stay behind unused, and the
 client's next forget frees them (its marker says it must look:
-Repository.begin_forget).
+Repository.begin_forget).  What a removal frees, in bytes of chunk files,
+is chunk_usage's to predict (--pretend) and to count (a Freed given to
+remove_generations).
 """
 
 from obnamlib import errors
-from obnamlib.engine import forget_policy
+from obnamlib.engine import chunk_usage, forget_policy
 from obnamlib.engine import listing
 from obnamlib.repo import interface as ri
 
@@ -92,16 +94,19 @@ def decide_by_specs(repo, client_name, specs):
     return decisions, chosen, gone
 
 
-def remove_generations(repo, client_name, gen_ids, progress=None):
+def remove_generations(repo, client_name, gen_ids, progress=None,
+                       freed=None):
     """Remove gen_ids in order, one commit per generation, freeing chunks
     that no remaining generation of any client uses.  The caller holds
     repo.lock_everything(); this ends with commit_everything (on an error
     the caller's unlock discards only the removal under way).
-    progress(done, total) is called after each removal."""
+    progress(done, total) is called after each removal.  freed: a
+    chunk_usage.Freed that gets the bytes of the chunk files the
+    repository removes (looked up before they go)."""
     guard = _SharedChunkGuard(repo, client_name, gen_ids)
-    _remove_leftovers(repo, client_name, guard)
+    _remove_leftovers(repo, client_name, guard, freed)
     for done, gen_id in enumerate(gen_ids, 1):
-        _remove_one(repo, client_name, gen_id, guard,
+        _remove_one(repo, client_name, gen_id, guard, freed,
                     last=done == len(gen_ids))
         if progress is not None:
             progress(done, len(gen_ids))
@@ -109,14 +114,20 @@ def remove_generations(repo, client_name, gen_ids, progress=None):
     repo.commit_everything()
 
 
-def _remove_leftovers(repo, client_name, guard):
+def _remove_leftovers(repo, client_name, guard, freed):
     """What a killed forget (index entries no generation of the client
     uses) or a killed backup of the client (chunk files nothing names)
     left goes with this forget's commits."""
+    unused_files = []
+    if freed is not None:
+        unused_files = repo.find_forget_leftovers(client_name)[1]
     stale = repo.begin_forget(client_name)
+    removed = []
     if stale:
         guard.protect(stale)
-        repo.remove_unused_chunks(client_name, stale)
+        removed = repo.remove_unused_chunks(client_name, stale)
+    if freed is not None:
+        freed.note_leftovers(set(removed) | set(unused_files))
     repo.remove_leftover_chunks(client_name)
 
 
@@ -133,12 +144,7 @@ class _SharedChunkGuard:
 
     def __init__(self, repo, client_name, gen_ids):
         self.repo = repo
-        self.users = {}
-        for other in repo.get_client_names():
-            if other != client_name:
-                for gen_id in repo.get_generation_ids(other):
-                    for chunk_id in repo.get_generation_chunk_ids(gen_id):
-                        self.users.setdefault(chunk_id, other)
+        self.users = chunk_usage.other_clients_chunks(repo, client_name)
         self.kept = set()
         if self.users:
             doomed = set(int(g) for g in gen_ids)
@@ -157,13 +163,15 @@ class _SharedChunkGuard:
                 pass    # already gone; nothing left to protect
 
 
-def _remove_one(repo, client_name, gen_id, guard, last):
+def _remove_one(repo, client_name, gen_id, guard, freed, last):
     """The client commit comes first: once a generation is gone, nothing
     needs the chunks the index commit then deletes."""
     candidates = repo.get_generation_chunk_ids(gen_id)
     guard.protect(candidates)
     repo.remove_generation(gen_id)
-    repo.remove_unused_chunks(client_name, candidates)
+    removed = repo.remove_unused_chunks(client_name, candidates)
+    if freed is not None:
+        freed.note_generation(gen_id, removed)
     if last:
         return      # commit_everything does it, in the same order
     repo.commit_client(client_name)

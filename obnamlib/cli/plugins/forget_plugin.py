@@ -12,15 +12,18 @@ remove them all).  An empty --keep on the command line is an error, an
 empty one from a configuration file means no policy.
 
 --pretend prints the decision table (oldest first: id, end time, `keep`
-with the rules that keep it, or `forget`) and changes nothing; it takes
+with the rules that keep it, or `forget` and the bytes of chunk files
+its removal would free), then the total, and changes nothing; it takes
 no locks, so the repository stays byte-identical.  Otherwise everything is
 locked for the whole run and the table is printed with --verbose or when
 stdout is a terminal.  With --pretend-time the policy is applied as of
-that moment (later generations are kept and not counted).
+that moment (later generations are kept and not counted).  With
+--output-format=json both write one document (obnamlib.cli.space_output),
+the real forget with the bytes it freed.
 """
 
-from obnamlib.cli import clock, plugin
-from obnamlib.engine import forget_policy, forgetter
+from obnamlib.cli import clock, json_output, plugin, space_output
+from obnamlib.engine import chunk_usage, forget_policy, forgetter
 
 
 class ForgetPlugin(plugin.ObnamPlugin):
@@ -52,11 +55,13 @@ class ForgetPlugin(plugin.ObnamPlugin):
         """Forget (remove) specified backup generations"""
         settings = self.app.settings
         policy = None if args else self.policy()
-        if not args and policy is None:
-            return
-        as_of = clock.now(settings) if settings['pretend-time'] else None
         client = settings['client-name']
         pretend = settings['pretend']
+        if not args and policy is None:
+            if self.json_wanted():
+                self.write_document(client, [], None, pretend)
+            return
+        as_of = clock.now(settings) if settings['pretend-time'] else None
         with self.app.open_repository(
                 lock='none' if pretend else 'everything') as repo:
             if args:
@@ -68,12 +73,31 @@ class ForgetPlugin(plugin.ObnamPlugin):
                     repo, client, policy, as_of=as_of)
                 doomed = [d.gen_id for d in decisions if not d.keep]
             if pretend:
-                self.show(decisions)
+                freed = chunk_usage.predict_freed(repo, client, doomed)
+                self.show_pretend(client, decisions, freed)
                 return
+            freed = chunk_usage.Freed(repo) if self.json_wanted() else None
             forgetter.remove_generations(repo, client, doomed,
-                                         progress=self.progress())
-        if settings['verbose'] or self.on_terminal():
+                                         progress=self.progress(),
+                                         freed=freed)
+        if self.json_wanted():
+            self.write_document(client, decisions, freed, False)
+        elif settings['verbose'] or self.on_terminal():
             self.show(decisions)
+
+    def json_wanted(self):
+        return json_output.wanted(self.app.settings)
+
+    def write_document(self, client, decisions, freed, pretend):
+        json_output.write(self.app.ui.output, space_output.forget_document(
+            client, decisions, freed, pretend))
+
+    def show_pretend(self, client, decisions, freed):
+        if self.json_wanted():
+            self.write_document(client, decisions, freed, True)
+            return
+        for line in space_output.pretend_lines(decisions, freed):
+            self.app.ui.output.write(line + '\n')
 
     def say_gone(self, client, specs):
         for spec in specs:

@@ -105,7 +105,7 @@ SPEC_SUBCOMMANDS = [
     'help', 'help-all', 'kdirstat [FILE]...', 'list-errors', 'list-formats',
     'list-keys', 'list-toplevels', 'ls [FILE]...', 'mount [ROOT]',
     'nagios-last-backup-age', 'remove-client [CLIENT-NAME]...',
-    'remove-key [CLIENT-NAME]...', 'restore [DIRECTORY]...',
+    'remove-key [CLIENT-NAME]...', 'restore [DIRECTORY]...', 'space',
     'verify [DIRECTORY]...',
 ]
 

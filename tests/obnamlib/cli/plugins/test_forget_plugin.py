@@ -1,11 +1,13 @@
 """forget through bin/obnam: policies, explicit generations, --pretend,
 the keep-nothing guard, locks, and the space forgetting frees."""
 
+import json
 import os
 
 import pytest
 
 import obnamlib.cli.app
+from obnamlib.cli import humanise
 
 from obnamlib import larch
 import obnamlib.larch.fsck
@@ -41,17 +43,19 @@ def utc(path, *args, **kwargs):
     return run(path, *args, tz='UTC', **kwargs)
 
 
+# Each generation's own file is one chunk file of 6 bytes as stored.
 TABLE = (
-    '2\t2015-06-01 00:00:00 +0000\tforget\n'
-    '5\t2015-06-01 07:00:00 +0000\tforget\n'
-    '8\t2015-06-01 14:00:00 +0000\tforget\n'
+    '2\t2015-06-01 00:00:00 +0000\tforget\tfrees 6 bytes (6.0 B)\n'
+    '5\t2015-06-01 07:00:00 +0000\tforget\tfrees 6 bytes (6.0 B)\n'
+    '8\t2015-06-01 14:00:00 +0000\tforget\tfrees 6 bytes (6.0 B)\n'
     '11\t2015-06-01 21:00:00 +0000\tkeep daily 3/3\n'
-    '14\t2015-06-02 04:00:00 +0000\tforget\n'
-    '17\t2015-06-02 11:00:00 +0000\tforget\n'
+    '14\t2015-06-02 04:00:00 +0000\tforget\tfrees 6 bytes (6.0 B)\n'
+    '17\t2015-06-02 11:00:00 +0000\tforget\tfrees 6 bytes (6.0 B)\n'
     '20\t2015-06-02 18:00:00 +0000\tkeep daily 2/3\n'
     '23\t2015-06-03 01:00:00 +0000\tkeep hourly 3/3\n'
     '26\t2015-06-03 08:00:00 +0000\tkeep hourly 2/3\n'
-    '29\t2015-06-03 15:00:00 +0000\tkeep hourly 1/3, daily 1/3\n')
+    '29\t2015-06-03 15:00:00 +0000\tkeep hourly 1/3, daily 1/3\n'
+    'Would free 30 bytes (30.0 B) in total\n')
 
 
 def test_pretend_prints_table_and_changes_nothing(repo_path):
@@ -62,8 +66,10 @@ def test_pretend_prints_table_and_changes_nothing(repo_path):
     assert snapshot(repo_path) == before
     result = utc(repo_path, 'forget', '--keep=12h,7d,3m', '--pretend')
     assert result.returncode == 0
+    lines = result.stdout.decode().splitlines()
     assert all(line.split('\t')[2].startswith('keep ')
-               for line in result.stdout.decode().splitlines())
+               for line in lines[:-1])
+    assert lines[-1] == 'Would free 0 bytes (0.0 B) in total'
     assert snapshot(repo_path) == before
 
 
@@ -177,7 +183,9 @@ def test_pretend_with_named_generations(repo_path):
     result = utc(repo_path, 'forget', '--pretend', '5')
     assert result.stdout.decode().splitlines()[:2] == [
         '2\t2015-06-01 00:00:00 +0000\tkeep not named',
-        '5\t2015-06-01 07:00:00 +0000\tforget']
+        '5\t2015-06-01 07:00:00 +0000\tforget\tfrees 6 bytes (6.0 B)']
+    assert result.stdout.decode().splitlines()[-1] == \
+        'Would free 6 bytes (6.0 B) in total'
     assert snapshot(repo_path) == before
 
 
@@ -208,7 +216,7 @@ def test_pretend_time_applies_policy_as_of_then(repo_path):
     result = utc(repo_path, 'forget', '--keep=1d', '--pretend',
                  '--pretend-time=2015-06-02 12:00:00')
     verdicts = [line.split('\t')[2] for line in
-                result.stdout.decode().splitlines()]
+                result.stdout.decode().splitlines()[:-1]]
     assert verdicts == ['forget', 'forget', 'forget', 'forget', 'forget',
                         'keep daily 1/1'] + ['keep after --pretend-time'] * 4
 
@@ -387,3 +395,60 @@ def test_table_is_shown_on_a_terminal(repo_path):
     assert '29\t2015-06-03 15:00:00 +0000\tkeep hourly 1/1, ' not in shown
     assert '29\t2015-06-03 15:00:00 +0000\tkeep hourly 1/1\n' in shown
     assert genids(repo_path) == ['29']
+
+
+def two_clients(tmp_path):
+    """havelock: four generations, a file each, one file shared by the
+    first two and one by all; other: one generation sharing the first
+    generation's own file."""
+    path = tmp_path / 'shared-repo'
+    repo = h.open_repo(path, create=True)
+    for i in range(4):
+        files = h.tree({b'/own': h.reg(b'own %d ' % i * (100 * (i + 1))),
+                        b'/pair': h.reg(b'pair %d ' % (i // 2) * 300),
+                        b'/all': h.reg(b'in every one ' * 50)})
+        h.add_generation(repo, files, START + 3600 * i - 5, START + 3600 * i)
+    h.add_generation(repo, h.tree({b'/x': h.reg(b'own 0 ' * 100)}), START,
+                     client='other')
+    repo.close()
+    return path
+
+
+def chunk_usage(path):
+    return disk_usage(path / 'chunks')
+
+
+@pytest.mark.parametrize('args', [['--keep=1h'], ['2'], ['8', '2'],
+                                  ['2', '5', '8']])
+def test_pretend_total_is_what_forget_frees(tmp_path, args):
+    path = two_clients(tmp_path)
+    pretend = utc(path, 'forget', '--pretend', *args)
+    assert (pretend.returncode, pretend.stderr) == (0, b'')
+    total_line = pretend.stdout.decode().splitlines()[-1]
+    predicted = json.loads(utc(path, 'forget', '--pretend',
+                               '--output-format=json', *args).stdout)
+    assert total_line == 'Would free %d bytes (%s) in total' % (
+        predicted['frees_bytes_total'],
+        humanise.size(predicted['frees_bytes_total']))
+    before = chunk_usage(path)
+    real = utc(path, 'forget', '--output-format=json', *args)
+    assert (real.returncode, real.stderr) == (0, b'')
+    done = json.loads(real.stdout)
+    assert predicted['frees_bytes_total'] == before - chunk_usage(path) == \
+        done['freed_bytes_total']
+    assert [g['frees_bytes'] for g in predicted['generations']] == \
+        [g['freed_bytes'] for g in done['generations']]
+    assert done['pretend'] is False and predicted['pretend'] is True
+    assert predicted['frees_bytes_total'] > 0 or args == ['2']
+
+
+def test_pretend_does_not_count_what_others_keep(tmp_path):
+    """Forgetting the first generation frees nothing: its own file is
+    the other client's too, the pair file is in the second one."""
+    path = two_clients(tmp_path)
+    result = utc(path, 'forget', '--pretend', '2')
+    assert result.stdout.decode().splitlines()[1:] == [
+        '5\t2015-06-01 01:00:00 +0000\tkeep not named',
+        '8\t2015-06-01 02:00:00 +0000\tkeep not named',
+        '11\t2015-06-01 03:00:00 +0000\tkeep not named',
+        'Would free 0 bytes (0.0 B) in total']
