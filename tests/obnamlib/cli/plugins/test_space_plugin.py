@@ -91,3 +91,20 @@ def test_space_of_the_other_client(tmp_path):
     [gen] = space_json(path, client='other')['generations']
     assert gen['unique_bytes'] == 0 and gen['stored_bytes'] > 0
     assert os.path.isdir(path / 'chunks')
+
+
+def test_over_sftp_the_numbers_are_the_same(tmp_path):
+    """Chunk sizes come from the SFTP listings (all in flight together):
+    space and forget --pretend say over sftp:// what they say locally."""
+    from tests.obnamlib.vfs.test_sftp import shared_sshd
+    from tests.obnamlib.vfs.test_sftp_end_to_end import obnam, ok
+    path = make_repo(tmp_path / 'repo')
+    sshd = shared_sshd()
+    (tmp_path / 'home').mkdir()
+    for command in (['space'], ['forget', '--pretend', '--keep=1h']):
+        args = command + ['--client-name', 'havelock',
+                          '--output-format=json']
+        local = json.loads(run(path, *args).stdout)
+        remote = json.loads(ok(obnam(sshd, tmp_path / 'home', '-r',
+                                     sshd.url(str(path)), *args)))
+        assert remote == local
