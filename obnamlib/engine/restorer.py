@@ -27,10 +27,17 @@ repository which chunks come next (`prefetch_chunks`): the rest of the
 current file and the regular files the walk reaches next, within the
 limits of obnamlib.engine.read_ahead.  Over SFTP that turns
 two round trips per small file into a few per window.
+
+The walk (and the reading of the repository) stays in the caller's thread;
+creating files and links, writing content and setting metadata is handed
+to a writer (obnamlib.engine.restore_writer), in a second thread where the
+target allows it.  The walk reports what the writer did in the walk's
+order, so the lines said are the same either way; a failure the walk
+meets itself (a directory it cannot make, an unreadable entry) waits for
+the writer to catch up first.
 """
 
 import errno
-import hashlib
 import os
 import stat
 import time
@@ -38,7 +45,7 @@ import time
 import obnamlib.errors
 import obnamlib.engine.live_metadata
 import obnamlib.repo.metadata
-from obnamlib.engine import stored_names
+from obnamlib.engine import restore_writer, stored_names
 from obnamlib.engine.read_ahead import (READ_AHEAD_NAMES, HintedContent,
                                         chunk_size_guess)
 
@@ -112,11 +119,17 @@ class Restorer:
         self.client_name = client_name
         self.applier = obnamlib.engine.live_metadata.MetadataApplier(
             fs, always_restore_setuid=always_restore_setuid, euid=euid,
-            log=self.reporter.log)
+            log=self._log_for_applier)
         self.stats = RestoreStats()
         self.failed = False
         self.hard_links = {}
         self.fetcher = _ContentFetcher(repo, gen_id, self._will_link)
+        self.writer = None        # a restore_writer while restoring
+        self._recording = None    # the Outcome metadata logs go to
+
+    def _log_for_applier(self, text):
+        """The applier's log lines, said when its work is reported."""
+        self._recording.later(self.reporter.log, text)
 
     # --- the whole run -------------------------------------------------------
 
@@ -129,8 +142,14 @@ class Restorer:
         if not self.pretend:
             self.repo.expect_chunk_reads()
             self._prepare_target()
-        for path in paths:
-            self._restore_path(path)
+        self.writer = restore_writer.make_writer(self.fs,
+                                                 inline=self.pretend)
+        try:
+            for path in paths:
+                self._restore_path(path)
+            self._catch_up()
+        finally:
+            self.writer.close()
         self.stats.ended = time.time()
         if self.failed:
             raise RestoreErrors()
@@ -163,6 +182,7 @@ class Restorer:
 
     def _restore_path(self, path):
         if path != b'/' and not self.pretend:
+            self._catch_up()    # what the paths before made is there
             try:
                 self._make_parents(path)
             except obnamlib.errors.ObnamError as e:
@@ -269,18 +289,48 @@ class Restorer:
 
     def _finish(self, path, md):
         """Directory done: its metadata (the target's only for '/')."""
-        self._set_metadata(path, md)
-        self._count(path, md)
+        self._put(self._finish_directory, path, md)
+
+    def _finish_directory(self, path, md, outcome):
+        if not self.pretend:
+            self._set_metadata(path, md, outcome)
+        outcome.later(self._count, path, md)
 
     def _restore_leaf(self, path, md):
-        try:
-            if not self.pretend:
-                self._create_leaf(path, md)
-        except (obnamlib.errors.ObnamError, OSError) as e:
-            self._forget_link_source(path, md)
-            self._failed(path, e)
-            return
-        self._count(path, md)
+        if self.pretend:
+            self._put(self._count_leaf, path, md)
+        elif stat.S_ISREG(md.st_mode):
+            if not self._link_to_earlier(path, md):
+                self._write_file(path, md)
+        else:
+            self._put(self._create_leaf, path, md)
+
+    def _count_leaf(self, path, md, outcome):
+        outcome.later(self._count, path, md)
+
+    def _leaf_failed(self, path, md, error, outcome):
+        outcome.later(self._forget_link_source, path, md)
+        outcome.later(self._failed_now, path, error)
+
+    # --- handing work to the writer --------------------------------------
+
+    def _put(self, func, *args, size=0):
+        """Have the writer do func(*args, outcome); report what it has
+        done so far."""
+        self._hand(func, *args, size=size)
+        self._report_done()
+
+    def _hand(self, func, *args, size=0):
+        self.writer.put(lambda outcome: func(*args, outcome), size)
+
+    def _report_done(self):
+        for outcome in self.writer.take_done():
+            outcome.replay()
+
+    def _catch_up(self):
+        """Wait for the writer and report all it did."""
+        self.writer.wait()
+        self._report_done()
 
     def _forget_link_source(self, path, md):
         """A failed first name cannot be linked to: the next name of the
@@ -289,107 +339,159 @@ class Restorer:
         if key is not None and self.hard_links.get(key) == self.dest(path):
             del self.hard_links[key]
 
-    def _create_leaf(self, path, md):
+    def _create_leaf(self, path, md, outcome):
+        """A symlink, device or special file (writer side)."""
+        try:
+            made = self._make_node(path, md, outcome)
+        except (obnamlib.errors.ObnamError, OSError) as e:
+            self._leaf_failed(path, md, e, outcome)
+            return
+        if made:
+            self._set_metadata(path, md, outcome)
+        outcome.later(self._count, path, md)
+
+    def _make_node(self, path, md, outcome):
+        """False for an unknown type (notified and skipped)."""
         kind = stat.S_IFMT(md.st_mode)
         dest = self.dest(path)
-        if kind == stat.S_IFREG:
-            if self._link_to_earlier(path, md):
-                return
-            self._write_file(path, md, dest)
-        elif kind == stat.S_IFLNK:
+        if kind == stat.S_IFLNK:
             self.fs.symlink(md.target or b'', dest)
         elif kind in _DEVICE_OR_SPECIAL:
             self.fs.mknod(dest, md.st_mode, 0)
             if kind in (stat.S_IFCHR, stat.S_IFBLK):
-                self.reporter.notify('%s: restored as device 0:0: repository '
-                                     'format 6 keeps no device number (make '
-                                     'it again with mknod)'
-                                     % os.fsdecode(path))
+                outcome.later(self.reporter.notify,
+                              '%s: restored as device 0:0: repository '
+                              'format 6 keeps no device number (make '
+                              'it again with mknod)' % os.fsdecode(path))
         else:
-            self.reporter.notify('Unknown file type: %s (%o)' %
-                                 (os.fsdecode(path), md.st_mode))
-            return
-        self._set_metadata(path, md)
+            outcome.later(self.reporter.notify, 'Unknown file type: %s (%o)'
+                          % (os.fsdecode(path), md.st_mode))
+            return False
+        return True
 
     def _count(self, path, md):
         self.stats.files += 1
         self.reporter.restored(path, md)
 
     def _failed(self, path, error):
+        """A failure the walk met: said after what the writer did."""
+        self._catch_up()
+        self._failed_now(path, error)
+
+    def _failed_now(self, path, error):
         obnamlib.errors.reraise_fatal(error)
         self.failed = True
         self.reporter.error('Failed to restore %s: %s' %
                             (os.fsdecode(path), _first_line(error)))
 
-    def _set_metadata(self, path, md):
-        if self.pretend or md.st_mode is None:
+    def _set_metadata(self, path, md, outcome):
+        if md.st_mode is None:
             return
+        self._recording = outcome
         try:
             errors = self.applier.apply(self.dest(path), md)
         except obnamlib.errors.ObnamError as e:     # e.g. a garbled xattr blob
-            self._failed(path, e)
+            outcome.later(self._failed_now, path, e)
             return
+        finally:
+            self._recording = None
         for error in errors:
-            self.failed = True
-            self.reporter.error(_first_line(error))
+            outcome.later(self._metadata_failed, error)
+
+    def _metadata_failed(self, error):
+        self.failed = True
+        self.reporter.error(_first_line(error))
 
     # --- regular files -------------------------------------------------------
 
     def _link_to_earlier(self, path, md):
-        """Hard link to the first restored name of the same inode."""
+        """Hard link to the first restored name of the same inode (once
+        the writer has said whether that name could be restored)."""
         key = _link_key(md)
         if key is None:
             return False
+        if key in self.hard_links:
+            self._catch_up()
         first = self.hard_links.get(key)
         if first is None:
             self.hard_links[key] = self.dest(path)
             return False
-        self.fs.link(first, self.dest(path))
+        self._put(self._make_link, path, md, first)
         return True
 
-    def _write_file(self, path, md, dest):
-        """Write the content; on any failure remove what was written, so a
-        damaged file never looks restored."""
-        f = self.fs.open_write(dest)
+    def _make_link(self, path, md, first, outcome):
         try:
-            try:
-                digest, size = self._write_content(path, md, f)
-                _end_at(f, size)
-            finally:
-                f.close()
-            if md.md5 is not None and digest.digest() != md.md5:
-                self.reporter.notify(
-                    'File checksum restore error: %s (%s vs %s)' %
-                    (os.fsdecode(path), digest.hexdigest(), md.md5.hex()))
-                raise RestoredDataDamaged(actual=digest.hexdigest(),
-                                          recorded=md.md5.hex())
-        except BaseException:
-            self._remove_quietly(dest)
-            raise
-
-    def _remove_quietly(self, dest):
-        try:
-            self.fs.remove(dest)
+            self.fs.link(first, self.dest(path))
         except (obnamlib.errors.ObnamError, OSError) as e:
-            self.reporter.log('Could not remove damaged %s: %s' % (
-                os.fsdecode(dest), _first_line(e)))
+            self._leaf_failed(path, md, e, outcome)
+            return
+        outcome.later(self._count, path, md)
 
-    def _write_content(self, path, md, f):
-        """Write every chunk, seeking over all-zero ones; (md5, size)."""
-        digest = hashlib.md5()
-        size = 0
-        file_pos = 0
-        for data in self.fetcher.content(path, md):
-            digest.update(data)
-            self.stats.bytes += len(data)
-            self.reporter.downloaded(len(data))
-            if data.count(0) != len(data):
-                if file_pos != size:
-                    f.seek(size)
-                f.write(data)
-                file_pos = size + len(data)
-            size += len(data)
-        return digest, size
+    def _write_file(self, path, md):
+        """Fetch the content and hand it to the writer in parts; a failed
+        fetch has the writer remove what it wrote, so a damaged file
+        never looks restored."""
+        content = restore_writer.FileContent(self.fs, self.dest(path))
+        pieces, size = [], 0
+        try:
+            for data in self.fetcher.content(path, md):
+                self.stats.bytes += len(data)
+                self.reporter.downloaded(len(data))
+                pieces.append(data)
+                size += len(data)
+                if size >= restore_writer.PART_BYTES:
+                    self._put(self._write_part, path, md, content, pieces,
+                              False, size=size)
+                    pieces, size = [], 0
+        except (obnamlib.errors.ObnamError, OSError) as e:
+            self._put(self._abandon, path, md, content, e)
+            return
+        except BaseException:       # ending the run: nothing to report
+            self._hand(self._abandon, path, md, content, None)
+            raise
+        self._put(self._write_part, path, md, content, pieces, True,
+                  size=size)
+
+    def _write_part(self, path, md, content, pieces, last, outcome):
+        """Writer side: write pieces; at the last part check the MD5 and
+        set the metadata."""
+        if content.failed:
+            return
+        try:
+            content.write(pieces)
+            if last:
+                self._check(path, md, content.finish(), outcome)
+        except (obnamlib.errors.ObnamError, OSError) as e:
+            self._abandon(path, md, content, e, outcome)
+            return
+        except BaseException:
+            self._abandon(path, md, content, None, outcome)
+            raise
+        if last:
+            self._set_metadata(path, md, outcome)
+            outcome.later(self._count, path, md)
+
+    def _check(self, path, md, digest, outcome):
+        if md.md5 is not None and digest.digest() != md.md5:
+            outcome.later(self.reporter.notify,
+                          'File checksum restore error: %s (%s vs %s)' %
+                          (os.fsdecode(path), digest.hexdigest(),
+                           md.md5.hex()))
+            raise RestoredDataDamaged(actual=digest.hexdigest(),
+                                      recorded=md.md5.hex())
+
+    def _abandon(self, path, md, content, error, outcome):
+        """Writer side: remove what was written of a file that failed and
+        report error (None: the run is ending, nothing to report)."""
+        if content.failed:
+            return
+        content.failed = True
+        trouble = content.discard()
+        if trouble is not None:
+            outcome.later(self.reporter.log, 'Could not remove damaged %s: %s'
+                          % (os.fsdecode(content.dest), _first_line(trouble)))
+        if error is not None:
+            self._leaf_failed(path, md, error, outcome)
 
     def _will_link(self, md):
         key = _link_key(md)
@@ -483,12 +585,6 @@ def _link_key(md):
 
 def _fetches_content(md):
     return md.st_mode is not None and stat.S_ISREG(md.st_mode)
-
-
-def _end_at(f, size):
-    """Give the file its full size even when it ends in a hole (every
-    VFS's open_write file can truncate)."""
-    f.truncate(size)
 
 
 def _is_directory(md):

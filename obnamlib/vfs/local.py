@@ -134,7 +134,8 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
     # The files are under `root`, where the cipher helper process of an
     # encrypted repository reads and creates them too.
     capabilities = frozenset({obnamlib.vfs.base.CREATES_IN_BACKGROUND,
-                              obnamlib.vfs.base.LOCAL_FILES})
+                              obnamlib.vfs.base.LOCAL_FILES,
+                              obnamlib.vfs.base.LIVE_WRITES_IN_BACKGROUND})
 
     def __init__(self, root, settings=None):
         root = os.path.abspath(os.fsdecode(root))

@@ -13,6 +13,7 @@ import obnamlib.errors
 import obnamlib.repo.factory
 import obnamlib.engine.read_ahead
 import obnamlib.engine.restorer
+from obnamlib.engine import restore_writer
 import obnamlib.vfs.local
 from obnamlib.engine.live_metadata import encode_xattrs
 from tests.gpg_fixture import reference_gpg_home  # noqa: F401
@@ -31,6 +32,14 @@ def world(tmp_path):
     live = tmp_path / 'live'
     live.mkdir()
     return tmp_path, live
+
+
+@pytest.fixture(params=[2, 1], ids=['writer-thread', 'one-core'])
+def cores(request, monkeypatch):
+    """Files written behind the walk by a thread, and (one core) at once:
+    the same files, metadata and lines either way."""
+    monkeypatch.setattr(restore_writer, '_cores', lambda: request.param)
+    return request.param
 
 
 def restorer(repo, gen, target, **kwargs):
@@ -107,7 +116,7 @@ def make_funny_farm(live):
         os.setxattr(live / 'xattrs', 'trusted.t', b'root only')
 
 
-def test_full_round_trip(world):
+def test_full_round_trip(world, cores):
     tmp, live = world
     make_funny_farm(live)
     repo = rh.new_repository(tmp / 'repo')
@@ -246,7 +255,7 @@ def test_path_not_in_generation(world):
     assert not target.exists()
 
 
-def test_missing_chunk_is_reported_and_restore_continues(world):
+def test_missing_chunk_is_reported_and_restore_continues(world, cores):
     tmp, live = world
     write(live / 'a-broken', b'A' * 5000)
     write(live / 'b-fine', b'fine')
@@ -271,7 +280,7 @@ def test_missing_chunk_is_reported_and_restore_continues(world):
     assert not (target / str(live).lstrip('/') / 'a-broken').exists()
 
 
-def test_checksum_mismatch_is_notified_fails_the_run_and_leaves_no_file(world):
+def test_checksum_mismatch_is_notified_fails_the_run_and_leaves_no_file(world, cores):
     tmp, live = world
     write(live / 'f', b'content')
     repo = rh.new_repository(tmp / 'repo')
@@ -292,7 +301,7 @@ def test_checksum_mismatch_is_notified_fails_the_run_and_leaves_no_file(world):
     assert not (target / str(live).lstrip('/') / 'f').exists()
 
 
-def test_metadata_failure_is_reported_with_r0fc21x(world):
+def test_metadata_failure_is_reported_with_r0fc21x(world, cores):
     tmp, live = world
     write(live / 'f', b'x')
     repo = rh.new_repository(tmp / 'repo')
@@ -330,7 +339,7 @@ def test_setuid_rule(world, euid, always, kept):
     assert mode == (0o6755 if kept else 0o755)
 
 
-def test_non_root_sets_only_user_xattrs(world):
+def test_non_root_sets_only_user_xattrs(world, cores):
     tmp, live = world
     write(live / 'f', b'x')
     repo = rh.new_repository(tmp / 'repo')
@@ -364,7 +373,7 @@ def test_pretend_creates_nothing_and_reads_no_data(world):
     assert stats.bytes == 0
 
 
-def test_directory_metadata_is_set_after_contents(world):
+def test_directory_metadata_is_set_after_contents(world, cores):
     tmp, live = world
     (live / 'd').mkdir()
     write(live / 'd' / 'f', b'x')
@@ -618,7 +627,7 @@ def assert_all_but_broken_restored(target, live, files, broken):
             assert dest.read_bytes() == data, name
 
 
-def test_missing_chunk_in_the_middle_leaves_no_partial_file(tmp_path):
+def test_missing_chunk_in_the_middle_leaves_no_partial_file(tmp_path, cores):
     live, repo_path, files = damaged_world(tmp_path)
     repo, gen = rh.back_up(repo_path, live)
     lost = repo.get_file_chunk_ids(gen, os.fsencode(str(live / 'a-broken')))[1]
@@ -674,7 +683,7 @@ def test_emptied_chunk_file_cannot_be_decoded(tmp_path):
     assert_all_but_broken_restored(target, live, files, {'a-broken'})
 
 
-def test_hard_links_to_a_damaged_file_are_each_named(tmp_path):
+def test_hard_links_to_a_damaged_file_are_each_named(tmp_path, cores):
     live, repo_path, files = damaged_world(tmp_path)
     os.link(live / 'a-broken', live / 'a-link')
     files['a-link'] = files['a-broken']
@@ -689,6 +698,31 @@ def test_hard_links_to_a_damaged_file_are_each_named(tmp_path):
                       'Failed to restore %s' % (live / 'a-link')]
     assert_all_but_broken_restored(target, live, files,
                                    {'a-broken', 'a-link'})
+
+
+def test_failures_of_walk_and_writer_are_said_in_walk_order(tmp_path,
+                                                            cores):
+    """A chunk missing (found by the writer's side) and metadata that
+    cannot be read (found by the walk) are named in the walk's order."""
+    live, repo_path, files = damaged_world(tmp_path)
+    for name in ('c-lost', 'e-lost'):
+        files[name] = os.urandom(4096 * 2 + 300)
+        write(live / name, files[name])
+    rh.back_up(repo_path, live)
+    rh.garble_metadata(repo_path, live / 'b-fine')
+    repo = obnamlib.repo.factory.open_repository(url=str(repo_path))
+    gen = repo.get_generation_ids(rh.CLIENT)[-1]
+    for name in ('a-broken', 'c-lost', 'e-lost'):
+        os.remove(rh.file_chunk(repo, gen, repo_path, live / name, 1))
+    target = tmp_path / 'target'
+    r, rep = restorer(repo, gen, target)
+    with pytest.raises(obnamlib.engine.restorer.RestoreErrors):
+        r.restore()
+    assert [line.split(': R')[0] for line in rep.errors] == [
+        'Failed to restore %s' % (live / name)
+        for name in ('a-broken', 'b-fine', 'c-lost', 'e-lost')]
+    assert_all_but_broken_restored(
+        target, live, files, {'a-broken', 'b-fine', 'c-lost', 'e-lost'})
 
 
 def restore_with_garbled_metadata(tmp_path, name):

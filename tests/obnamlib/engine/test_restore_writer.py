@@ -1,0 +1,118 @@
+"""The restore's writing side: work done in order, behind the walk or at
+once, and what it reports handed back in that order."""
+
+import hashlib
+import os
+
+import pytest
+
+import obnamlib.errors
+import obnamlib.vfs.base
+import obnamlib.vfs.local
+from obnamlib.engine import restore_writer
+
+
+class NoBackgroundFS(obnamlib.vfs.local.LocalFS):
+    capabilities = frozenset()
+
+
+def test_a_thread_writes_for_a_local_target_with_two_cores(monkeypatch):
+    monkeypatch.setattr(restore_writer, '_cores', lambda: 2)
+    writer = restore_writer.make_writer(obnamlib.vfs.local.LocalFS('/'))
+    try:
+        assert isinstance(writer, restore_writer.ThreadWriter)
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize('cores, fs_class, inline', [
+    (1, obnamlib.vfs.local.LocalFS, False),
+    (2, NoBackgroundFS, False),
+    (2, obnamlib.vfs.local.LocalFS, True)])
+def test_work_is_done_at_once_otherwise(monkeypatch, cores, fs_class, inline):
+    monkeypatch.setattr(restore_writer, '_cores', lambda: cores)
+    writer = restore_writer.make_writer(fs_class('/'), inline=inline)
+    assert type(writer) is restore_writer.InlineWriter
+    done = []
+    writer.put(lambda outcome: done.append(1))
+    assert done == [1]
+
+
+@pytest.mark.parametrize('make', [restore_writer.InlineWriter,
+                                  restore_writer.ThreadWriter])
+def test_outcomes_come_back_in_order_and_raise_where_replayed(make):
+    writer = make()
+    said = []
+    try:
+        for i in range(1000):
+            if i == 600:
+                def work(outcome):
+                    outcome.later(said.append, 'before the failure')
+                    raise ValueError('in the writer')
+            else:
+                def work(outcome, i=i):
+                    outcome.later(said.append, i)
+            writer.put(work, size=restore_writer.WRITE_BEHIND_BYTES // 100)
+        writer.wait()
+        outcomes = list(writer.take_done())
+    finally:
+        writer.close()
+    assert len(outcomes) == 1000
+    for outcome in outcomes[:600]:
+        outcome.replay()
+    assert said == list(range(600))
+    with pytest.raises(ValueError, match='in the writer'):
+        outcomes[600].replay()
+    assert said[-1] == 'before the failure'
+
+
+def test_close_finishes_the_work_put(tmp_path):
+    writer = restore_writer.ThreadWriter()
+    for i in range(50):
+        writer.put(lambda outcome, i=i: (tmp_path / str(i)).write_bytes(b'x'))
+    writer.close()
+    assert len(list(tmp_path.iterdir())) == 50
+
+
+def test_file_content_leaves_zeros_as_holes_and_gets_its_size(tmp_path):
+    fs = obnamlib.vfs.local.LocalFS('/')
+    dest = os.fsencode(str(tmp_path / 'f'))
+    pieces = [b'a' * 4096, bytes(1 << 20), b'b' * 10, bytes(1 << 20)]
+    content = restore_writer.FileContent(fs, dest)
+    content.write(pieces[:2])
+    content.write(pieces[2:])
+    digest = content.finish()
+    data = b''.join(pieces)
+    assert digest.digest() == hashlib.md5(data).digest()
+    assert (tmp_path / 'f').read_bytes() == data
+    assert os.stat(dest).st_blocks * 512 < 1 << 20
+
+
+def test_an_empty_file_is_made_at_finish(tmp_path):
+    content = restore_writer.FileContent(obnamlib.vfs.local.LocalFS('/'),
+                                         os.fsencode(str(tmp_path / 'e')))
+    content.finish()
+    assert (tmp_path / 'e').read_bytes() == b''
+
+
+def test_discard_removes_the_file_even_when_finished(tmp_path):
+    dest = os.fsencode(str(tmp_path / 'f'))
+    content = restore_writer.FileContent(obnamlib.vfs.local.LocalFS('/'),
+                                         dest)
+    content.write([b'data'])
+    content.finish()
+    assert content.discard() is None
+    assert not os.path.exists(dest)
+
+
+def test_discard_of_nothing_made_does_nothing(tmp_path):
+    content = restore_writer.FileContent(
+        obnamlib.vfs.local.LocalFS('/'), os.fsencode(str(tmp_path / 'f')))
+    assert content.discard() is None
+
+
+@pytest.mark.parametrize('data, zero', [
+    (b'', True), (b'\0', True), (bytes(5000), True), (b'\0' * 10 + b'x', False),
+    (b'x' + b'\0' * 10, False), (b'\0' * 5 + b'x' + b'\0' * 5, False)])
+def test_all_zero(data, zero):
+    assert restore_writer._all_zero(data) is zero
