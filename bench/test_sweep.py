@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
@@ -81,3 +83,33 @@ def test_the_table_is_printed_again_from_json_files(tmp_path):
             if line.startswith('first backup')]
     assert [row[2:5] for row in rows] == [['0.1', '0.10', '10.00'],
                                           ['0.3', '0.30', '10.00']]
+
+
+def test_ctrl_c_waits_for_compare_to_tidy_up(monkeypatch):
+    """compare gets the Ctrl-C too and unmounts gluster: not to be killed
+    half-way, as subprocess.run would."""
+    import importlib.machinery
+    import importlib.util
+    path = os.path.join(HERE, 'scale-sweep')
+    loader = importlib.machinery.SourceFileLoader('scale_sweep', path)
+    script = importlib.util.module_from_spec(
+        importlib.util.spec_from_loader('scale_sweep', loader))
+    loader.exec_module(script)
+    calls = []
+
+    class Child:
+        def __init__(self, argv, stdout):
+            calls.append('start')
+
+        def wait(self):
+            calls.append('wait')
+            if calls.count('wait') == 1:
+                raise KeyboardInterrupt
+            return 0
+
+        def kill(self):
+            calls.append('kill')
+    monkeypatch.setattr(script.subprocess, 'Popen', Child)
+    with pytest.raises(KeyboardInterrupt):
+        script.run_compare(['compare'], None)
+    assert calls == ['start', 'wait', 'wait']
