@@ -24,15 +24,23 @@ def size(amount):
     return '%.1f B' % amount
 
 
+def size_decimal(amount):
+    """`3.3 MiB`: one real decimal, for the outputs 1.x did not have."""
+    return _scaled(amount, _SIZE_UNITS, 'B')
+
+
 def speed(amount, seconds):
     """Average speed with one real decimal: `1.5 MiB/s`."""
     if seconds <= 0:
         return '0.0 B/s'
-    per_second = amount / seconds
-    for unit, name in _SPEED_UNITS:
-        if per_second >= unit:
-            return '%.1f %s' % (per_second / unit, name)
-    return '%.1f B/s' % per_second
+    return _scaled(amount / seconds, _SPEED_UNITS, 'B/s')
+
+
+def _scaled(amount, units, smallest):
+    for unit, name in units:
+        if amount >= unit:
+            return '%.1f %s' % (amount / unit, name)
+    return '%.1f %s' % (amount, smallest)
 
 
 def duration(seconds):

@@ -12,8 +12,8 @@ from obnamlib.engine import listing
 
 
 def bytes_text(amount):
-    """`1234567 bytes (1.0 MiB)`."""
-    return '%d bytes (%s)' % (amount, humanise.size(amount))
+    """`1234567 bytes (1.2 MiB)`."""
+    return '%d bytes (%s)' % (amount, humanise.size_decimal(amount))
 
 
 # --- forget --------------------------------------------------------------
@@ -68,8 +68,9 @@ def space_lines(report):
     repository's totals."""
     rows = [SPACE_HEADINGS] + [
         (gen.spec, listing.local_time(gen.ended),
-         humanise.size(gen.data_bytes), humanise.size(gen.stored_bytes),
-         humanise.size(gen.unique_bytes))
+         humanise.size_decimal(gen.data_bytes),
+         humanise.size_decimal(gen.stored_bytes),
+         humanise.size_decimal(gen.unique_bytes))
         for gen in report.generations]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ['  '.join([row[0].ljust(widths[0]), row[1].ljust(widths[1])] +

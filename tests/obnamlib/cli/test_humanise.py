@@ -23,6 +23,17 @@ def test_size(amount, text):
     assert humanise.size(amount) == text
 
 
+@pytest.mark.parametrize('amount, text', [
+    (0, '0.0 B'),
+    (1023, '1023.0 B'),
+    (3500000, '3.3 MiB'),        # not truncated, unlike size()
+    (500001, '488.3 KiB'),
+    (int(1.96 * 1024 ** 3), '2.0 GiB'),
+])
+def test_size_decimal(amount, text):
+    assert humanise.size_decimal(amount) == text
+
+
 @pytest.mark.parametrize('amount, seconds, text', [
     (0, 10, '0.0 B/s'),
     (100, 0, '0.0 B/s'),

@@ -429,7 +429,7 @@ def test_pretend_total_is_what_forget_frees(tmp_path, args):
                                '--output-format=json', *args).stdout)
     assert total_line == 'Would free %d bytes (%s) in total' % (
         predicted['frees_bytes_total'],
-        humanise.size(predicted['frees_bytes_total']))
+        humanise.size_decimal(predicted['frees_bytes_total']))
     before = chunk_usage(path)
     real = utc(path, 'forget', '--output-format=json', *args)
     assert (real.returncode, real.stderr) == (0, b'')
