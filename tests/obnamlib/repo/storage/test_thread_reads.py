@@ -136,3 +136,24 @@ def test_storage_without_local_files_reads_in_line(tmp_path):
     fs.read_ahead(['chunks/a'])
     assert fs._threads is None
     assert fs.read_file('chunks/a') == b'a'
+
+
+
+def test_several_readers_read_files_together(reads):
+    """With READ_THREADS > 1, a read stuck on the disk does not hold up
+    the files after it."""
+    first_done = threading.Event()
+    finished = []
+
+    def read(path):
+        if path == 'a':
+            first_done.wait(timeout=30)     # a read stuck on the disk
+        finished.append(path)
+        return path.encode(), 1
+    r = reads(read, threads=2)
+    r.read_ahead(['a', 'b'])
+    try:
+        assert r.take('b') == (b'b', 1)
+        assert finished == ['b']
+    finally:
+        first_done.set()
