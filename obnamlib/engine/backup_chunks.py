@@ -30,15 +30,20 @@ class RunChunks:
         self.zero_digest = hashlib.md5(
             obnamlib.engine.chunker.zeros(options.chunk_size)).digest()
 
-    def store(self, data):
+    def digest(self, data):
+        """The MD5 digest of a chunk (a hole's shared zeros: known).  Safe
+        in any thread (backup_reading's worker)."""
+        if len(data) == self.options.chunk_size and \
+                data is obnamlib.engine.chunker.zeros(len(data)):
+            return self.zero_digest
+        return hashlib.md5(data).digest()
+
+    def store(self, data, digest=None):
         """(chunk id, MD5 digest) for data: an existing chunk if dedup
-        allows, else a new one."""
+        allows, else a new one.  digest: data's, if already known."""
         mode = self.options.deduplicate
-        if data is obnamlib.engine.chunker.zeros(len(data)) and \
-                len(data) == self.options.chunk_size:
-            digest = self.zero_digest
-        else:
-            digest = hashlib.md5(data).digest()
+        if digest is None:
+            digest = self.digest(data)
         if mode != 'never':
             chunk_id = self._reuse(digest, data, mode)
             if chunk_id is not None:

@@ -12,13 +12,12 @@ import hashlib
 import os
 import stat as stat_module
 
-import obnamlib.engine.chunker
 import obnamlib.errors
+import obnamlib.vfs.base
+from obnamlib.engine import backup_reading
 
 
 EMPTY_MD5 = hashlib.md5(b'').digest()
-# Below this size posix_fadvise costs more than the page cache it saves.
-_ADVISE_SIZE = 256 * 1024
 
 
 class FileChangedDuringBackup(obnamlib.errors.ObnamError):
@@ -85,7 +84,11 @@ class _WholeFileDigest:
 class FileContent:
     """Stores regular files' content from `fs` as chunks (`chunks`, a
     RunChunks), calling `after_chunk()` after each one (a checkpoint may
-    be due in the middle of a big file)."""
+    be due in the middle of a big file).
+
+    Where the fs can be read from a second thread
+    (LIVE_READS_IN_BACKGROUND), the files named to `read_ahead` are read
+    and hashed by a backup_reading.ReadAhead worker; `close` stops it."""
 
     def __init__(self, fs, options, chunks, after_chunk):
         self.fs = fs
@@ -93,6 +96,39 @@ class FileContent:
         self.chunks = chunks
         self.after_chunk = after_chunk
         self.hard_links = {}          # (dev, ino) -> (mtime, size), result
+        self.reader = None
+        if obnamlib.vfs.base.LIVE_READS_IN_BACKGROUND in fs.capabilities:
+            self.reader = backup_reading.ReadAhead(
+                self._open, chunks.digest, options.chunk_size)
+
+    @property
+    def reads_ahead(self):
+        return self.reader is not None
+
+    def read_ahead(self, files):
+        """These (path, st) will be stored next, in this order: read those
+        of at least backup_reading.MIN_SIZE bytes in the worker meanwhile.
+        A hard link already stored, or named twice, is read once (store
+        finds it in hard_links)."""
+        links = set()
+        for path, st in files:
+            if st.st_size < backup_reading.MIN_SIZE:
+                continue
+            if st.st_nlink > 1:
+                key = (st.st_dev, st.st_ino)
+                if key in links or key in self.hard_links:
+                    continue
+                links.add(key)
+            self.reader.submit(path, st)
+
+    def read_ahead_done(self):
+        """The batch is stored: what was read for it and not used goes."""
+        if self.reader is not None:
+            self.reader.cancel_all()
+
+    def close(self):
+        if self.reader is not None:
+            self.reader.close()
 
     def store(self, path, st):
         """Store the file's chunks; (chunk ids, whole-file MD5 digest).
@@ -111,18 +147,26 @@ class FileContent:
         """Every file is opened, also an empty one: Obnam 1.x reported an
         unreadable empty file, and one that grew since it was listed is
         changed (an empty file has no chunks, format-6 §7.2.2)."""
+        ahead = self.reader.take(path) if self.reader is not None else None
+        if ahead is not None:
+            return self._store_chunks(path, ahead, ahead.changed)
         try:
-            self.fake_failure(path)
-            f = self.fs.open_read(path)
+            f = self._open(path)
         except (OSError, obnamlib.errors.ObnamError) as e:
             raise LiveFileError(as_obnam_error(e, path, io=True))
         try:
-            return self._store_chunks(path, st, f)
+            chunks = backup_reading.LiveChunks(f, st, self.options.chunk_size)
+            return self._store_chunks(
+                path, _without_digests(chunks), chunks.changed)
         finally:
             try:
                 f.close()
             except OSError:
                 pass
+
+    def _open(self, path):
+        self.fake_failure(path)
+        return self.fs.open_read(path)
 
     def fake_failure(self, path):
         """--testing-fail-matching: ENOENT for a path that matches."""
@@ -130,33 +174,28 @@ class FileContent:
             if pattern.search(path):
                 raise OSError(errno.ENOENT, os.strerror(errno.ENOENT), path)
 
-    def _store_chunks(self, path, st, f):
+    def _store_chunks(self, path, pieces, changed):
+        """Store the (chunk, digest or None) pieces; then changed() says
+        whether the file moved while it was read."""
         whole = _WholeFileDigest()
         chunk_ids = []
-        total = 0
-        chunks = obnamlib.engine.chunker.iter_chunks(
-            f, self.options.chunk_size, advise=st.st_size >= _ADVISE_SIZE)
+        pieces = iter(pieces)
         while True:
             try:
-                chunk = next(chunks, None)
+                piece = next(pieces, None)
             except (OSError, obnamlib.errors.ObnamError) as e:
                 raise LiveFileError(as_obnam_error(e, path, io=True))
-            if chunk is None:
+            if piece is None:
                 break
-            total += len(chunk)
-            chunk_id, digest = self.chunks.store(chunk)
+            chunk_id, digest = self.chunks.store(*piece)
             chunk_ids.append(chunk_id)
-            whole.add(chunk, digest)
+            whole.add(piece[0], digest)
             self.after_chunk()
-        if total != st.st_size or _mtime_moved(f, st):
+        if changed():
             raise LiveFileError(FileChangedDuringBackup(filename=path))
         return chunk_ids, whole.digest()
 
 
-def _mtime_moved(f, st):
-    try:
-        now = os.fstat(f.fileno())
-    except (AttributeError, OSError, ValueError):
-        return False
-    return (now.st_mtime_ns != st.st_mtime_ns or
-            now.st_size != st.st_size)
+def _without_digests(chunks):
+    for chunk in chunks:
+        yield chunk, None

@@ -125,16 +125,18 @@ def _known_dedup_mode(deduplicate):
 
 class _FileBatch:
     """Consecutive FILE events collected for a VFS that can prefetch
-    (SFTP): up to FILE_BATCH files, or FILE_BATCH_BYTES of small ones."""
+    (SFTP), or for reading ahead (a local disk): up to FILE_BATCH files,
+    or FILE_BATCH_BYTES of small ones."""
 
-    def __init__(self, fs):
+    def __init__(self, fs, reads_ahead):
         self.small = fs.prefetch_size
+        self.on = bool(self.small) or reads_ahead
         self.files = []
         self.small_bytes = 0
 
     def add(self, path, st):
         """Keep the event; False if batching is off (handle it now)."""
-        if not self.small:
+        if not self.on:
             return False
         self.files.append((path, st))
         if _S_ISREG(st.st_mode) and st.st_size <= self.small:
@@ -204,6 +206,8 @@ class BackupEngine:
         except BaseException:
             self.commits.abandon()
             raise
+        finally:
+            self.content.close()
         if (self.commits.checkpoints and not self.progress.errors and
                 not self.options.leave_checkpoints):
             self.commits.remove_checkpoints()
@@ -241,7 +245,7 @@ class BackupEngine:
         seen_root = False
         fake = self.content.fake_failure if self.options.fail_matching \
             else None
-        batch = _FileBatch(self.fs)
+        batch = _FileBatch(self.fs, self.content.reads_ahead)
         maybe_checkpoint = self.commits.maybe_checkpoint
         for kind, path, value, names in walker.walk(
                 self.fs, root, root_st, self.options.exclusions, fake):
@@ -329,20 +333,27 @@ class BackupEngine:
     # --- non-directories ---------------------------------------------------
 
     def _backup_files(self, files):
-        """Back up consecutive non-directories of one directory (a remote
-        VFS's batch: the small changed files are fetched together first)."""
+        """Back up consecutive non-directories of one directory (a batch:
+        a remote VFS's small changed files are fetched together first;
+        on a local disk the changed files are read ahead in a worker)."""
         if not files:
             return
         examined = {}
+        reads_ahead = self.content.reads_ahead
         for path, st in files:
-            if _S_ISREG(st.st_mode) and 0 < st.st_size <= \
-                    self.fs.prefetch_size:
+            if _S_ISREG(st.st_mode) and (reads_ahead or 0 < st.st_size <=
+                                         self.fs.prefetch_size):
                 examined[path] = self._examine(path, st)
-        self.fs.prefetch([path for path, (md, old) in examined.items()
-                          if md is not None and not is_unchanged(old, md)])
+        changed = [(path, st) for path, st in files
+                   if _is_changed(examined.get(path))]
+        if reads_ahead:
+            self.content.read_ahead(changed)
+        else:
+            self.fs.prefetch([path for path, _ in changed])
         for path, st in files:
             self._backup_nondir(path, st, examined.get(path))
             self.commits.maybe_checkpoint()
+        self.content.read_ahead_done()
 
     def _examine(self, path, st):
         """(live Metadata, stored Metadata), or (None, the error) if the
@@ -392,6 +403,14 @@ class BackupEngine:
             return self.repo.get_metadata(self.commits.gen, path)
         except obnamlib.errors.RepositoryFileDoesNotExistInGeneration:
             return None
+
+
+def _is_changed(examined):
+    """Whether an examined file (see _examine) is to be stored."""
+    if examined is None:
+        return False
+    md, old = examined
+    return md is not None and not is_unchanged(old, md)
 
 
 def check_roots(fs, roots):

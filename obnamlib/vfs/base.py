@@ -54,6 +54,10 @@ PREFETCHES_LISTINGS = 'prefetches-listings'
 # may run in a second thread while this one goes on using the object
 # (restore writes files behind its reading of the repository).
 LIVE_WRITES_IN_BACKGROUND = 'live-writes-in-background'
+# open_read and the file it returns may be used in a second thread while
+# this one goes on using the object (a backup reads and hashes files
+# ahead of its main thread).
+LIVE_READS_IN_BACKGROUND = 'live-reads-in-background'
 
 NO_CAPABILITIES = frozenset()
 

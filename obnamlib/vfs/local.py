@@ -135,7 +135,8 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
     # encrypted repository reads and creates them too.
     capabilities = frozenset({obnamlib.vfs.base.CREATES_IN_BACKGROUND,
                               obnamlib.vfs.base.LOCAL_FILES,
-                              obnamlib.vfs.base.LIVE_WRITES_IN_BACKGROUND})
+                              obnamlib.vfs.base.LIVE_WRITES_IN_BACKGROUND,
+                              obnamlib.vfs.base.LIVE_READS_IN_BACKGROUND})
 
     def __init__(self, root, settings=None):
         root = os.path.abspath(os.fsdecode(root))

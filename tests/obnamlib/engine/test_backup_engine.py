@@ -454,6 +454,34 @@ def test_per_file_error_is_reported_and_the_generation_commits(tmp_path):
     assert repo.get_file_children(gens[0], os.fsencode(live)) == [b'good']
 
 
+def test_big_files_read_ahead_keep_their_errors_links_and_content(
+        tmp_path):
+    """Files of at least backup_reading.MIN_SIZE are read by the worker
+    (LocalFS can be read from a second thread): one that fails is
+    reported as serial reading reported it, a hard link is read once,
+    and the chunks and whole-file digests are those of the content."""
+    from obnamlib.engine import backup_reading
+    live = tmp_path / 'live'
+    live.mkdir()
+    size = backup_reading.MIN_SIZE + 5000
+    for name in ('a', 'bad', 'c'):
+        (live / name).write_bytes(os.urandom(size))
+    (live / 'small').write_bytes(b's')
+    os.link(live / 'a', live / 'a-link')
+    fs = Counting(live_fs())
+    progress = backup(tmp_path / 'repo', [live], fs=fs, chunk_size=65536,
+                      fail_matching=[re.compile(rb'/bad$')])
+    assert progress.error_lines == [
+        "ERROR: Can't back up %s/bad: RCE08AX: I/O error: %s/bad: 2: "
+        "No such file or directory" % (live, live)]
+    opened = sorted(os.path.basename(p) for p in fs.opened)
+    assert opened in ([b'a', b'c', b'small'], [b'a-link', b'c', b'small'])
+    repo, gens = generations(tmp_path / 'repo')
+    manifest = live_manifest(live)
+    del manifest[os.fsencode(live / 'bad')]
+    assert_generation_is(repo, gens[0], live, manifest)
+
+
 def test_unlistable_directory_is_RD5FA4X_and_keeps_only_its_metadata(
         tmp_path):
     live = tmp_path / 'live'
@@ -1037,6 +1065,8 @@ class Prefetching(Counting):
     what the engine asks for, and serves it through open_read."""
 
     prefetch_size = 4096
+    # As SftpFS's: its files are read in the backup's own thread.
+    capabilities = frozenset()
 
     def __init__(self, fs):
         super().__init__(fs)

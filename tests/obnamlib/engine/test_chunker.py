@@ -142,3 +142,57 @@ def test_sparse_file_asks_where_the_data_is(tmp_path, monkeypatch):
     assert b''.join(chunks) == b'head' + bytes(1024 * 1024 - 4)
     assert os.SEEK_DATA in seeks
     assert chunks[-1] is chunker.zeros(64 * 1024)
+
+
+class SizeRecordingFile(CountingFile):
+    """CountingFile that also records how much each read asked for."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        self.asked = []
+
+    def read(self, n):
+        self.asked.append(n)
+        return super().read(n)
+
+
+def test_small_file_with_its_stat_is_read_with_a_buffer_of_its_size(
+        tmp_path, monkeypatch):
+    """Not a chunk-sized one (os.read allocates what is asked for); the
+    scan's stat also answers whether there are holes: no fstat."""
+    path = tmp_path / 'small'
+    path.write_bytes(b'hello')
+    fstats = []
+    real_fstat = os.fstat
+    monkeypatch.setattr(os, 'fstat',
+                        lambda fd: fstats.append(fd) or real_fstat(fd))
+    f = SizeRecordingFile(path)
+    assert list(chunker.iter_chunks(f, 4096, st=os.stat(path))) == [b'hello']
+    f.close()
+    assert f.asked[0] == 6
+    assert max(f.asked) < 4096
+    assert fstats == []
+
+
+def test_file_grown_since_its_stat_still_gives_full_chunks(tmp_path):
+    path = tmp_path / 'grows'
+    path.write_bytes(b'x' * 10)
+    st = os.stat(path)
+    data = os.urandom(5000)
+    path.write_bytes(data)
+    f = SizeRecordingFile(path)
+    chunks = list(chunker.iter_chunks(f, 4096, st=st))
+    f.close()
+    assert [len(c) for c in chunks] == [4096, 904]
+    assert b''.join(chunks) == data
+
+
+def test_sparse_file_with_its_stat_still_skips_holes(tmp_path):
+    path = tmp_path / 'sparse'
+    with open(path, 'wb') as f:
+        f.truncate(1024 * 1024)
+        f.write(b'head')
+    with open(path, 'rb') as f:
+        chunks = list(chunker.iter_chunks(f, 64 * 1024, st=os.stat(path)))
+    assert b''.join(chunks) == b'head' + bytes(1024 * 1024 - 4)
+    assert chunks[-1] is chunker.zeros(64 * 1024)

@@ -1,0 +1,210 @@
+"""Reading ahead: files read and hashed in a worker, taken in order, with
+their errors where serial reading raised them."""
+
+import errno
+import hashlib
+import os
+
+import pytest
+
+import obnamlib.errors
+from obnamlib.engine import backup_reading
+
+
+CHUNK = 4096
+
+
+def md5(data):
+    return hashlib.md5(data).digest()
+
+
+class Files:
+    """open_file for a ReadAhead: real files, with failures on demand."""
+
+    def __init__(self, tmp_path):
+        self.dir = tmp_path
+        self.opened = []
+        self.fail_open = {}       # path -> exception
+        self.fail_read_after = {}  # path -> (bytes, exception)
+
+    def make(self, name, data):
+        path = os.fsencode(self.dir / name)
+        with open(path, 'wb') as f:
+            f.write(data)
+        return path, os.lstat(path)
+
+    def __call__(self, path):
+        self.opened.append(path)
+        if path in self.fail_open:
+            raise self.fail_open[path]
+        f = open(path, 'rb', buffering=0)
+        if path in self.fail_read_after:
+            return FailingRead(f, *self.fail_read_after[path])
+        return f
+
+
+class FailingRead:
+    def __init__(self, f, after, error):
+        self.f = f
+        self.left = after
+        self.error = error
+
+    def read(self, n):
+        if self.left <= 0:
+            raise self.error
+        data = self.f.read(min(n, self.left))
+        self.left -= len(data)
+        return data
+
+    def close(self):
+        self.f.close()
+
+
+@pytest.fixture
+def files(tmp_path):
+    return Files(tmp_path)
+
+
+def reader_for(files, budget=backup_reading.READ_AHEAD_BYTES, digest=md5):
+    reader = backup_reading.ReadAhead(files, digest, CHUNK, budget)
+    return reader
+
+
+def test_files_come_back_in_order_as_hashed_chunks(files):
+    contents = [os.urandom(n) for n in (0, 10, CHUNK, 3 * CHUNK + 5)]
+    made = [files.make('f%d' % i, data) for i, data in enumerate(contents)]
+    reader = reader_for(files)
+    try:
+        for path, st in made:
+            reader.submit(path, st)
+        for (path, _), data in zip(made, contents):
+            taken = reader.take(path)
+            pieces = list(taken)
+            assert b''.join(c for c, _ in pieces) == data
+            assert all(d == md5(c) for c, d in pieces)
+            assert all(len(c) == CHUNK for c, _ in pieces[:-1])
+            assert not taken.changed()
+    finally:
+        reader.close()
+    assert files.opened == [path for path, _ in made]
+
+
+def test_a_file_not_submitted_is_not_taken(files):
+    path, st = files.make('a', b'x')
+    reader = reader_for(files)
+    try:
+        assert reader.take(path) is None
+    finally:
+        reader.close()
+
+
+def test_taking_a_later_file_drops_the_ones_before(files):
+    a = files.make('a', b'a' * 100)
+    b = files.make('b', b'b' * 100)
+    reader = reader_for(files)
+    try:
+        reader.submit(*a)
+        reader.submit(*b)
+        assert [c for c, _ in reader.take(b[0])] == [b'b' * 100]
+        assert reader.take(a[0]) is None
+        assert reader.ahead == 0
+    finally:
+        reader.close()
+
+
+def test_open_error_comes_before_any_chunk(files):
+    path, st = files.make('locked', b'secret')
+    files.fail_open[path] = PermissionError(errno.EACCES, 'denied', path)
+    after, after_st = files.make('after', b'fine')
+    reader = reader_for(files)
+    try:
+        reader.submit(path, st)
+        reader.submit(after, after_st)
+        with pytest.raises(PermissionError):
+            next(iter(reader.take(path)))
+        assert [c for c, _ in reader.take(after)] == [b'fine']
+    finally:
+        reader.close()
+
+
+def test_read_error_comes_after_the_chunks_read_before_it(files):
+    data = os.urandom(3 * CHUNK)
+    path, st = files.make('bad', data)
+    files.fail_read_after[path] = (2 * CHUNK, OSError(errno.EIO, 'EIO'))
+    reader = reader_for(files)
+    got = []
+    try:
+        reader.submit(path, st)
+        with pytest.raises(OSError) as caught:
+            for chunk, _ in reader.take(path):
+                got.append(chunk)
+    finally:
+        reader.close()
+    assert caught.value.errno == errno.EIO
+    assert b''.join(got) == data[:2 * CHUNK]
+
+
+def test_a_file_that_changed_since_its_stat_says_so(files):
+    path, st = files.make('grew', b'short')
+    with open(path, 'ab') as f:
+        f.write(b' and longer')
+    reader = reader_for(files)
+    try:
+        reader.submit(path, st)
+        taken = reader.take(path)
+        assert b''.join(c for c, _ in taken) == b'short and longer'
+        assert taken.changed()
+    finally:
+        reader.close()
+
+
+def test_no_more_than_the_budget_is_read_ahead(files):
+    """The main thread takes slowly: what the worker holds never grows
+    past the budget and one chunk."""
+    data = os.urandom(20 * CHUNK)
+    path, st = files.make('big', data)
+    reader = reader_for(files, budget=2 * CHUNK)
+    seen = []
+    try:
+        reader.submit(path, st)
+        got = []
+        for chunk, _ in reader.take(path):
+            seen.append(reader.ahead)
+            got.append(chunk)
+    finally:
+        reader.close()
+    assert b''.join(got) == data
+    assert max(seen) <= 2 * CHUNK
+
+
+class Fatal(obnamlib.errors.ObnamError):
+    code = 'RTEST1X'
+    msg = 'connection lost'
+    fatal = True
+
+
+def test_after_an_error_that_ends_the_run_no_more_files_are_opened(files):
+    made = [files.make('f%d' % i, b'%d' % i) for i in range(4)]
+    files.fail_open[made[1][0]] = Fatal()
+    reader = reader_for(files)
+    try:
+        for path, st in made:
+            reader.submit(path, st)
+        assert [c for c, _ in reader.take(made[0][0])] == [b'0']
+        for path, _ in made[1:]:
+            with pytest.raises(Fatal):
+                list(reader.take(path))
+    finally:
+        reader.close()
+    assert files.opened == [made[0][0], made[1][0]]
+
+
+def test_close_stops_the_worker_with_files_not_taken(files):
+    made = [files.make('f%d' % i, os.urandom(3 * CHUNK)) for i in range(3)]
+    reader = reader_for(files, budget=CHUNK)
+    for path, st in made:
+        reader.submit(path, st)
+    thread = reader.thread
+    reader.close()
+    assert not thread.is_alive()
+    assert reader.ahead == 0
