@@ -28,6 +28,12 @@ current file and the regular files the walk reaches next, within the
 limits of obnamlib.engine.read_ahead.  Over SFTP that turns
 two round trips per small file into a few per window.
 
+While it restores, the target asks the filesystem to place the directories
+made below it where there is room (`spread_directories_below`: ext4's top
+directory flag, cleared again at the end): new directories otherwise go
+next to the target, into block groups the rest of the disk has filled,
+where each file's inode is searched for.
+
 The walk (and the reading of the repository) stays in the caller's thread;
 creating files and links, writing content and setting metadata is handed
 to a writer (obnamlib.engine.restore_writer), in a second thread where the
@@ -139,9 +145,12 @@ class Restorer:
         paths = [_normalise(p) for p in (paths or [b'/'])]
         for path in paths:
             self._check_in_generation(path)
+        spread_before = None
         if not self.pretend:
             self.repo.expect_chunk_reads()
             self._prepare_target()
+            spread_before = self.fs.spread_directories_below(self.target,
+                                                             True)
         self.writer = restore_writer.make_writer(self.fs,
                                                  inline=self.pretend)
         try:
@@ -150,6 +159,8 @@ class Restorer:
             self._catch_up()
         finally:
             self.writer.close()
+            if spread_before is False:
+                self.fs.spread_directories_below(self.target, False)
         self.stats.ended = time.time()
         if self.failed:
             raise RestoreErrors()

@@ -333,6 +333,14 @@ class VirtualFileSystem(Storage):
         """A hint: these files (each at most prefetch_size) will be read
         by open_read next."""
 
+    def spread_directories_below(self, path, on):
+        """A placement hint for the directories a restore makes below the
+        live directory path: while on, a filesystem that can places each
+        where it has room instead of next to path (LocalFS on ext2/3/4:
+        the top directory flag, as spread_subdirectories).  Returns
+        whether it was on before; None where there is no such hint."""
+        return None
+
     def set_attributes(self, path, owner=None, mode=None, times=None):
         """lchown(*owner), chmod(mode), lutimes(*times) of one path, in
         that order, each step that is not None; a failed step does not

@@ -343,6 +343,12 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
         pairs.sort()
         return pairs
 
+    def spread_directories_below(self, path, on):
+        """FS_TOPDIR_FL on the live directory path, set or cleared (see
+        VirtualFileSystem); whether it was set before, None where the
+        filesystem has no such flag."""
+        return _switch_top_directory_flag(path, on)
+
     @_live
     def readlink(self, path):
         return os.readlink(path)
@@ -499,22 +505,29 @@ _FS_IOC_SETFLAGS = _ioctl_number(1, 2)
 
 def _set_top_directory_flag(path):
     """Set FS_TOPDIR_FL on a directory; True if it is set."""
+    return _switch_top_directory_flag(path, True) is not None
+
+
+def _switch_top_directory_flag(path, on):
+    """Set (on) or clear FS_TOPDIR_FL on a directory; whether it was set
+    before, or None where it cannot be had."""
     if not sys.platform.startswith('linux'):
-        return False
+        return None
     import fcntl
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
-        return False
+        return None
     try:
         flags = array.array('i', [0])
         fcntl.ioctl(fd, _FS_IOC_GETFLAGS, flags, True)
-        if not flags[0] & _FS_TOPDIR_FL:
-            flags[0] |= _FS_TOPDIR_FL
+        was = bool(flags[0] & _FS_TOPDIR_FL)
+        if was != on:
+            flags[0] ^= _FS_TOPDIR_FL
             fcntl.ioctl(fd, _FS_IOC_SETFLAGS, flags, True)
-        return True
+        return was
     except OSError:
-        return False
+        return None
     finally:
         os.close(fd)
 

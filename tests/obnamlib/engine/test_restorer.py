@@ -1033,3 +1033,67 @@ def test_restore_says_it_will_read_chunks_before_it_reads_any(world):
     assert rep.errors == []
     assert events[0] == ('expect', None)
     assert any(kind == 'read' for kind, _ in events[1:])
+
+
+# --- placement of the restored directories ----------------------------------
+
+def top_directory_flag(path):
+    """Whether FS_TOPDIR_FL is set on path (lsattr's T), or None where the
+    filesystem has no such flag."""
+    was = obnamlib.vfs.local._switch_top_directory_flag(path, False)
+    if was:
+        obnamlib.vfs.local._switch_top_directory_flag(path, True)
+    return was
+
+
+class SpreadRecorder(obnamlib.vfs.local.LocalFS):
+    """LocalFS noting the placement hints and what was made meanwhile."""
+
+    def __init__(self, root):
+        super().__init__(root)
+        self.hints = []
+
+    def spread_directories_below(self, path, on):
+        self.hints.append((path, on, top_directory_flag(path)))
+        return super().spread_directories_below(path, on)
+
+
+@pytest.mark.parametrize('set_before', [False, True])
+def test_directories_are_spread_while_restoring_and_flag_left_as_found(
+        world, set_before):
+    tmp, live = world
+    (live / 'd').mkdir()
+    write(live / 'd' / 'f', b'x')
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    target = tmp / 'target'
+    target.mkdir()
+    if top_directory_flag(str(target)) is None:
+        pytest.skip('no top directory flag on this filesystem')
+    obnamlib.vfs.local._switch_top_directory_flag(str(target), set_before)
+    fs = SpreadRecorder('/')
+    rep = Collect()
+    obnamlib.engine.restorer.Restorer(
+        repo, gen, fs, os.fsencode(str(target)), reporter=rep).restore()
+    assert rep.errors == []
+    assert (target / str(live).lstrip('/') / 'd' / 'f').read_bytes() == b'x'
+    dest = os.fsencode(str(target))
+    assert fs.hints == [(dest, True, set_before)] + (
+        [] if set_before else [(dest, False, True)])
+    assert top_directory_flag(str(target)) is set_before
+
+
+def test_a_target_without_the_hint_restores_the_same(world):
+    tmp, live = world
+    make_funny_farm(live)
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+
+    class NoHint(obnamlib.vfs.local.LocalFS):
+        def spread_directories_below(self, path, on):
+            return None
+    rep = Collect()
+    obnamlib.engine.restorer.Restorer(
+        repo, gen, NoHint('/'), os.fsencode(str(tmp / 'target')),
+        reporter=rep).restore()
+    assert facts(tmp / 'target' / str(live).lstrip('/')) == facts(live)
