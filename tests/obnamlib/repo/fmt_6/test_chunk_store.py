@@ -260,3 +260,27 @@ def test_removing_an_own_chunk_that_was_never_created_lists_nothing(
 
     monkeypatch.setattr(store, '_walk', no_walk)
     store.remove(chunk_id)
+
+
+@pytest.mark.parametrize('count', [1, chunk_writer.WAKE_AT - 1,
+                                   chunk_writer.WAKE_AT,
+                                   3 * chunk_writer.QUEUE_DEPTH + 1])
+def test_writer_writes_every_file_in_order_once_waited_for(count):
+    """Fewer files than wake the worker are written when someone waits;
+    more than the queue holds make submit wait for room."""
+    import threading
+    writer = chunk_writer.ChunkWriter()
+    made = []
+
+    def create(path, data):
+        made.append((path, data, threading.current_thread().name))
+    try:
+        for i in range(count):
+            writer.submit('p%d' % i, b'%d' % i, create)
+        writer.flush()
+        assert not any(writer.is_pending('p%d' % i) for i in range(count))
+    finally:
+        writer.close()
+    assert made == [('p%d' % i, b'%d' % i, 'chunk-writer')
+                    for i in range(count)]
+    assert writer.thread is None
