@@ -18,6 +18,8 @@ from obnamlib.engine import backup_reading
 
 
 EMPTY_MD5 = hashlib.md5(b'').digest()
+# Files of at least this size are read ahead where the fs allows it.
+READ_AHEAD_SIZE = backup_reading.MIN_SIZE
 
 
 class FileChangedDuringBackup(obnamlib.errors.ObnamError):
@@ -107,12 +109,12 @@ class FileContent:
 
     def read_ahead(self, files):
         """These (path, st) will be stored next, in this order: read those
-        of at least backup_reading.MIN_SIZE bytes in the worker meanwhile.
+        of at least READ_AHEAD_SIZE bytes in the worker meanwhile.
         A hard link already stored, or named twice, is read once (store
         finds it in hard_links)."""
         links = set()
         for path, st in files:
-            if st.st_size < backup_reading.MIN_SIZE:
+            if st.st_size < READ_AHEAD_SIZE:
                 continue
             if st.st_nlink > 1:
                 key = (st.st_dev, st.st_ino)

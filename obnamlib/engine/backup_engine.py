@@ -68,6 +68,7 @@ _S_ISREG = stat_module.S_ISREG
 _S_ISCHR = stat_module.S_ISCHR
 _S_ISBLK = stat_module.S_ISBLK
 _S_ISDIR = stat_module.S_ISDIR
+_NO_SIZE = float('inf')        # no file is this big
 _PLACEHOLDER_DIR = obnamlib.repo.metadata.Metadata(
     st_mode=stat_module.S_IFDIR | 0o777)
 
@@ -339,21 +340,29 @@ class BackupEngine:
         if not files:
             return
         examined = {}
+        changed = []
         reads_ahead = self.content.reads_ahead
+        # Only the files that may be fetched or read ahead are examined
+        # now (the rest as they are stored).
+        small = self.fs.prefetch_size
+        big = backup_content.READ_AHEAD_SIZE if reads_ahead else _NO_SIZE
         for path, st in files:
-            if _S_ISREG(st.st_mode) and (reads_ahead or 0 < st.st_size <=
-                                         self.fs.prefetch_size):
-                examined[path] = self._examine(path, st)
-        changed = [(path, st) for path, st in files
-                   if _is_changed(examined.get(path))]
+            if (0 < st.st_size <= small or st.st_size >= big) and \
+                    _S_ISREG(st.st_mode):
+                examined[path] = found = self._examine(path, st)
+                if _is_changed(found):
+                    changed.append((path, st))
         if reads_ahead:
             self.content.read_ahead(changed)
-        else:
+        elif changed:
             self.fs.prefetch([path for path, _ in changed])
+        get = examined.get
+        maybe_checkpoint = self.commits.maybe_checkpoint
         for path, st in files:
-            self._backup_nondir(path, st, examined.get(path))
-            self.commits.maybe_checkpoint()
-        self.content.read_ahead_done()
+            self._backup_nondir(path, st, get(path))
+            maybe_checkpoint()
+        if changed:
+            self.content.read_ahead_done()
 
     def _examine(self, path, st):
         """(live Metadata, stored Metadata), or (None, the error) if the
@@ -407,8 +416,6 @@ class BackupEngine:
 
 def _is_changed(examined):
     """Whether an examined file (see _examine) is to be stored."""
-    if examined is None:
-        return False
     md, old = examined
     return md is not None and not is_unchanged(old, md)
 
