@@ -24,7 +24,7 @@ import obnamlib.vfs.base
 # Data handed to the writer and not yet written, at most (the walk waits),
 # and pieces of work queued, at most: enough to keep the writer busy
 # while the walk looks up the next files, little for the peak RSS.
-WRITE_BEHIND_BYTES = 8 * 1024 * 1024
+WRITE_BEHIND_BYTES = 4 * 1024 * 1024
 WRITE_BEHIND_ITEMS = 256
 # A file's content goes to the writer in parts of about this size.
 PART_BYTES = 1024 * 1024

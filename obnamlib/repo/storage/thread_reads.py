@@ -22,7 +22,7 @@ import threading
 # data read and not yet taken above which the readers wait (peak RSS).
 READ_THREADS = 1
 MAX_AHEAD = 256
-MAX_HELD_BYTES = 8 * 1024 * 1024
+MAX_HELD_BYTES = 4 * 1024 * 1024
 
 
 class ThreadReads:
