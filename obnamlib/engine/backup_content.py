@@ -149,7 +149,9 @@ class FileContent:
         """Every file is opened, also an empty one: Obnam 1.x reported an
         unreadable empty file, and one that grew since it was listed is
         changed (an empty file has no chunks, format-6 §7.2.2)."""
-        ahead = self.reader.take(path) if self.reader is not None else None
+        ahead = None
+        if self.reader is not None and st.st_size >= READ_AHEAD_SIZE:
+            ahead = self.reader.take(path)
         if ahead is not None:
             return self._store_chunks(path, ahead, ahead.changed)
         try:

@@ -123,12 +123,13 @@ class ReadAhead:
 
     def take(self, path):
         """The chunks of path (a FileChunks), if it was submitted; None
-        if not.  Files submitted before it and not taken are dropped."""
+        if not (a small file: the queue stays as it is).  Files
+        submitted before it and not taken are dropped."""
         with self.cond:
-            while self.queued and self.queued[0].path != path:
-                self._cancel(self.queued.popleft())
-            if not self.queued:
+            if not any(job.path == path for job in self.queued):
                 return None
+            while self.queued[0].path != path:
+                self._cancel(self.queued.popleft())
             return FileChunks(self, self.queued.popleft())
 
     def cancel_all(self):

@@ -98,6 +98,23 @@ def test_a_file_not_submitted_is_not_taken(files):
         reader.close()
 
 
+def test_asking_for_a_file_not_submitted_keeps_the_queue(files):
+    """The small files between the big ones are read by the caller."""
+    a = files.make('a', b'a' * 100)
+    small = files.make('small', b's')
+    b = files.make('b', b'b' * 100)
+    reader = reader_for(files)
+    try:
+        reader.submit(*a)
+        reader.submit(*b)
+        assert [c for c, _ in reader.take(a[0])] == [b'a' * 100]
+        assert reader.take(small[0]) is None
+        assert [c for c, _ in reader.take(b[0])] == [b'b' * 100]
+    finally:
+        reader.close()
+    assert files.opened == [a[0], b[0]]
+
+
 def test_taking_a_later_file_drops_the_ones_before(files):
     a = files.make('a', b'a' * 100)
     b = files.make('b', b'b' * 100)
