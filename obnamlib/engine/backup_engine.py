@@ -180,6 +180,9 @@ class BackupEngine:
         self.content = backup_content.FileContent(
             fs, options, self.chunks, self.commits.maybe_checkpoint)
         self.dir_state = {}           # path -> old Metadata or None
+        # Per directory the walk is in, innermost last: is it new in the
+        # generation (so nothing below it can have been stored)?
+        self.new_dirs = []
         self.metadata_reader = obnamlib.engine.live_metadata.MetadataReader(fs)
 
     # --- the run -------------------------------------------------------
@@ -314,10 +317,13 @@ class BackupEngine:
             self.repo.set_metadata(self.commits.gen, path,
                                    _PLACEHOLDER_DIR.copy())
         self.dir_state[path] = old
+        self.new_dirs.append(old is None)
 
     def _exit_dir(self, path, st, names):
         gen = self.commits.gen
         old = self.dir_state.pop(path, None)
+        if self.new_dirs:
+            self.new_dirs.pop()
         self.progress.found(path, 0)
         for name in self.repo.get_file_children(gen, path):
             if name not in names:
@@ -408,6 +414,12 @@ class BackupEngine:
         self.progress.backed_up(path)
 
     def _old_metadata(self, path):
+        """The stored metadata of a path in the directory the walk is in
+        (or a root); None if there is none.  In a directory new in this
+        generation there is none to look for: a first backup asked, and
+        built a RepositoryFileDoesNotExistInGeneration, for every file."""
+        if self.new_dirs and self.new_dirs[-1]:
+            return None
         try:
             return self.repo.get_metadata(self.commits.gen, path)
         except obnamlib.errors.RepositoryFileDoesNotExistInGeneration:

@@ -216,6 +216,38 @@ def test_file_root_backs_up_just_that_file(tmp_path):
     assert read_back(repo, gens[-1], os.fsencode(tmp_path / 'f')) == b'only me'
 
 
+def test_nothing_is_looked_up_below_a_new_directory(tmp_path,
+                                                    monkeypatch):
+    """A first backup asks the generation only about the root and its
+    ancestors; a nested second root and a later backup still find what
+    is stored (unchanged files are not stored again)."""
+    from obnamlib.repo.fmt_6.repo_fmt_6 import RepositoryFormat6
+    live = tmp_path / 'live'
+    (live / 'd' / 'e').mkdir(parents=True)
+    for name in ('f', 'd/g', 'd/e/h'):
+        (live / name).write_bytes(name.encode())
+    asked = []
+    real = RepositoryFormat6.get_metadata
+
+    def get_metadata(self, gen, path):
+        asked.append(path)
+        return real(self, gen, path)
+    monkeypatch.setattr(RepositoryFormat6, 'get_metadata', get_metadata)
+    fs = Counting(live_fs())
+    backup(tmp_path / 'repo', [live, live / 'd'], fs=fs)
+    below = [p for p in asked if p.startswith(os.fsencode(live) + b'/')]
+    # Only the second root's walk asks, each of its paths once.
+    assert sorted(below) == sorted(
+        os.fsencode(live / n) for n in ('d', 'd/e', 'd/e/h', 'd/g'))
+    assert sorted(fs.opened) == sorted(
+        os.fsencode(live / n) for n in ('f', 'd/g', 'd/e/h'))
+    repo, gens = generations(tmp_path / 'repo')
+    assert_generation_is(repo, gens[-1], live, live_manifest(live))
+    fs = Counting(live_fs())
+    backup(tmp_path / 'repo', [live], fs=fs)
+    assert fs.opened == []
+
+
 def test_two_roots_and_a_replaced_root(tmp_path):
     for name in ('one', 'two', 'three'):
         (tmp_path / name).mkdir()
