@@ -8,6 +8,7 @@ import os
 import pytest
 
 import obnamlib.errors
+from tests.obnamlib.backup_helpers import FatalTestError
 from obnamlib.engine import backup_reading
 
 
@@ -194,22 +195,16 @@ def test_no_more_than_the_budget_is_read_ahead(files):
     assert max(seen) <= 2 * CHUNK
 
 
-class Fatal(obnamlib.errors.ObnamError):
-    code = 'RTEST1X'
-    msg = 'connection lost'
-    fatal = True
-
-
 def test_after_an_error_that_ends_the_run_no_more_files_are_opened(files):
     made = [files.make('f%d' % i, b'%d' % i) for i in range(4)]
-    files.fail_open[made[1][0]] = Fatal()
+    files.fail_open[made[1][0]] = FatalTestError()
     reader = reader_for(files)
     try:
         for path, st in made:
             reader.submit(path, st)
         assert [c for c, _ in reader.take(made[0][0])] == [b'0']
         for path, _ in made[1:]:
-            with pytest.raises(Fatal):
+            with pytest.raises(FatalTestError):
                 list(reader.take(path))
     finally:
         reader.close()
