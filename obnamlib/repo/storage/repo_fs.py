@@ -13,8 +13,7 @@ import threading
 
 from obnamlib.crypto import cipher_process
 from obnamlib import errors
-from obnamlib.repo.storage import (content_filter, filters, second_process,
-                                   thread_reads)
+from obnamlib.repo.storage import content_filter, filters, second_process
 from obnamlib.repo.storage.content_filter import is_filtered
 from obnamlib.vfs import base as vfs_base
 
@@ -55,7 +54,6 @@ class RepositoryFS(vfs_base.Storage):
         self._filter = content_filter.ContentFilter(
             compress=compress, keys=keys, cipher=cipher, format5=format5)
         self._second = second_process.SecondProcess(self.base, keys)
-        self._threads = None      # thread_reads.ThreadReads, once used
         self._count_lock = threading.Lock()
         self._behind = None       # see write_behind
         self._sealing = False     # see seal_behind
@@ -90,8 +88,6 @@ class RepositoryFS(vfs_base.Storage):
 
     def read_file(self, path):
         got = self._second.take(path)
-        if got is None and self._threads is not None:
-            got = self._threads.take(path)
         if got is not None:
             data, stored_size = got
             self.bytes_read += stored_size
@@ -175,25 +171,9 @@ class RepositoryFS(vfs_base.Storage):
         the read_file calls that follow (encrypted local repositories).
         Until the helper has booted, the first READ_AHEAD_AFTER files are
         left to read_file (a command that reads only a few files does not
-        wait for it, and few are read before it has booted).  Unencrypted
-        on a local disk, reader threads read them (thread_reads)."""
+        wait for it, and few are read before it has booted)."""
         if self._reads_ahead():
             self._second.read_ahead(paths, READ_AHEAD_AFTER)
-        elif self._reads_in_threads():
-            if self._threads is None:
-                self._threads = thread_reads.ThreadReads(self._read_unwrapped)
-            self._threads.read_ahead(paths)
-
-    def _reads_in_threads(self):
-        """An unencrypted repository on a local disk (thread_reads)."""
-        return (self.keys is None and not self.format5 and
-                vfs_base.LOCAL_FILES in self.base.capabilities)
-
-    def _read_unwrapped(self, path):
-        """(content, stored size) of path, in a reader thread (the counter
-        is added to when read_file takes it)."""
-        raw = self.base.read_file(path)
-        return self._filter.unwrap(path, raw), len(raw)
 
     def _reads_ahead(self):
         """An encrypted repository on a local disk (format 6)."""
@@ -323,6 +303,4 @@ class RepositoryFS(vfs_base.Storage):
         if self.keys is not None:
             self.keys.close()
         self._second.close()
-        if self._threads is not None:
-            self._threads.close()
         self.base.close()

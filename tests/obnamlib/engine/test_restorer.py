@@ -14,6 +14,7 @@ import obnamlib.repo.factory
 import obnamlib.engine.read_ahead
 import obnamlib.engine.restorer
 from obnamlib.engine import restore_writer
+import obnamlib.vfs.base
 import obnamlib.vfs.local
 from obnamlib.engine.live_metadata import encode_xattrs
 from tests.gpg_fixture import reference_gpg_home  # noqa: F401
@@ -39,7 +40,17 @@ def cores(request, monkeypatch):
     """Files written behind the walk by a thread, and (one core) at once:
     the same files, metadata and lines either way."""
     monkeypatch.setattr(restore_writer, '_cores', lambda: request.param)
+    allow_background_writes(monkeypatch)
     return request.param
+
+
+def allow_background_writes(monkeypatch):
+    """LocalFS does not declare LIVE_WRITES_IN_BACKGROUND (the writer
+    thread measured slower); these tests still run the thread."""
+    monkeypatch.setattr(
+        obnamlib.vfs.local.LocalFS, 'capabilities',
+        obnamlib.vfs.local.LocalFS.capabilities |
+        {obnamlib.vfs.base.LIVE_WRITES_IN_BACKGROUND})
 
 
 def restorer(repo, gen, target, **kwargs):

@@ -34,7 +34,6 @@ def test_plain_storage_has_no_capabilities(plain):
 def test_local_storage_writes_from_threads_and_holds_local_files(tmp_path):
     fs = obnamlib.vfs.local.LocalFS(str(tmp_path))
     assert fs.capabilities == {base.CREATES_IN_BACKGROUND, base.LOCAL_FILES,
-                               base.LIVE_WRITES_IN_BACKGROUND,
                                base.LIVE_READS_IN_BACKGROUND}
     assert fs.reads_in_batches is False
     assert fs.prefetch_size == 0
