@@ -63,6 +63,21 @@ def start_waiting(script, command, tmp_path):
     return proc
 
 
+def backed_up_then_64_gib_of_holes(tmp_path):
+    """(src, repo): src backed up once (one chunk of zeros, stored), then
+    given a 64 GiB file of holes, so a second backup is certainly still
+    reading it when a signal comes, and stores nothing new."""
+    src, repo = tmp_path / 'src', tmp_path / 'repo'
+    src.mkdir()
+    (src / 'zeros').write_bytes(bytes(1024 * 1024))
+    first = subprocess.run(obnam(repo, tmp_path, 'backup', str(src)),
+                           capture_output=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    with open(src / 'holes', 'wb') as f:
+        f.truncate(64 * 1024 ** 3)
+    return src, repo
+
+
 @pytest.mark.parametrize('signum, code', [(signal.SIGINT, 255),
                                           (signal.SIGTERM, 143)])
 def test_a_signal_is_announced_at_once_and_ends_the_run(
@@ -138,16 +153,9 @@ def test_an_interrupted_backup_leaves_the_repository_as_it_was(
     """The file being read is 64 GiB of holes, so the run is certainly
     still reading when the signal comes; its one chunk (zeros) is
     already stored, so the interrupted run adds nothing."""
-    src, repo = tmp_path / 'src', tmp_path / 'repo'
-    src.mkdir()
-    (src / 'zeros').write_bytes(bytes(1024 * 1024))
-    first = subprocess.run(obnam(repo, tmp_path, 'backup', str(src)),
-                           capture_output=True, timeout=120)
-    assert first.returncode == 0, first.stderr
+    src, repo = backed_up_then_64_gib_of_holes(tmp_path)
     before = subprocess.run(obnam(repo, tmp_path, 'generations'),
                             capture_output=True, timeout=60).stdout
-    with open(src / 'holes', 'wb') as f:
-        f.truncate(64 * 1024 ** 3)
     # No checkpoint: one committed before the signal (a slow machine)
     # would rightly stay, and the generations would differ.
     proc = start(obnam(repo, tmp_path, '--checkpoint=1T', 'backup',
@@ -233,14 +241,7 @@ def run_on_terminal_until(argv, ready, typed, deadline=120):
 def test_ctrl_c_typed_on_a_terminal_during_a_backup(tmp_path):
     """As a person does it: the terminal turns ^C into SIGINT for obnam;
     the notice is shown, obnam exits 255, no lock stays, fsck is clean."""
-    src, repo = tmp_path / 'src', tmp_path / 'repo'
-    src.mkdir()
-    (src / 'zeros').write_bytes(bytes(1024 * 1024))
-    first = subprocess.run(obnam(repo, tmp_path, 'backup', str(src)),
-                           capture_output=True, timeout=120)
-    assert first.returncode == 0, first.stderr
-    with open(src / 'holes', 'wb') as f:
-        f.truncate(64 * 1024 ** 3)
+    src, repo = backed_up_then_64_gib_of_holes(tmp_path)
     shown, code, sent = run_on_terminal_until(
         obnam(repo, tmp_path, '--checkpoint=1T', 'backup', str(src)),
         ready=lambda: bool(lock_files(repo)), typed=b'\x03')
