@@ -1,31 +1,17 @@
-"""Restore's writing side: files' content and every object's metadata,
-written behind the restore walk by a thread of its own where the target
-allows it, so that a restore uses two cores: the walk reads the
-repository (B-trees, chunk files) while the thread creates the files,
-hashes their content and sets their metadata (system calls and MD5, which
-run without the GIL).
+"""Restore's writing side: files' content and every object's metadata.
 
-The walk hands over work in its order; the writer does it in that order,
-and what each piece of work would have reported is kept in an Outcome,
-which the walk replays, in order, when it takes it back.  So a restore
-says the same lines in the same order whether its files are written
-behind it (ThreadWriter) or at once (InlineWriter: a target without
-LIVE_WRITES_IN_BACKGROUND, such as SFTP, one core, or --pretend).
+The walk hands over work in its order; what each piece of work would
+have reported is kept in an Outcome, which the walk replays, in order,
+when it takes it back.  (A writer thread behind the walk measured slower
+on a quiet 2-core machine, the two threads taking turns at the GIL per
+small file; the work is done at once, in the walk's thread.)
 """
 
 import collections
 import hashlib
-import os
-import threading
 
 import obnamlib.errors
-import obnamlib.vfs.base
 
-# Data handed to the writer and not yet written, at most (the walk waits),
-# and pieces of work queued, at most: enough to keep the writer busy
-# while the walk looks up the next files, little for the peak RSS.
-WRITE_BEHIND_BYTES = 4 * 1024 * 1024
-WRITE_BEHIND_ITEMS = 256
 # A file's content goes to the writer in parts of about this size.
 PART_BYTES = 1024 * 1024
 
@@ -48,23 +34,6 @@ class Outcome:
             raise self.raised
 
 
-def make_writer(fs, inline=False):
-    """A ThreadWriter if fs can be written from a second thread and there
-    are two cores to use, else (or if inline) an InlineWriter."""
-    if (inline or
-            obnamlib.vfs.base.LIVE_WRITES_IN_BACKGROUND not in fs.capabilities
-            or _cores() < 2):
-        return InlineWriter()
-    return ThreadWriter()
-
-
-def _cores():
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 class InlineWriter:
     """Does each piece of work at once, in the caller's thread."""
 
@@ -85,69 +54,8 @@ class InlineWriter:
         """Until every piece of work put is done."""
 
     def close(self):
-        """Finish the work put (its outcomes are dropped) and stop."""
+        """Drop the outcomes not taken."""
         self.done.clear()
-
-
-class ThreadWriter(InlineWriter):
-    """Does the work in a thread, in the order it was put; put waits while
-    WRITE_BEHIND_BYTES or WRITE_BEHIND_ITEMS are queued."""
-
-    def __init__(self):
-        super().__init__()
-        self.queue = collections.deque()
-        self.cond = threading.Condition()
-        self.queued_bytes = 0
-        self.pending = 0          # pieces of work put and not done
-        self.waiting = False      # the walk waits for the writer
-        self.closing = False
-        self.thread = threading.Thread(target=self._serve, daemon=True,
-                                       name='restore-writer')
-        self.thread.start()
-
-    def put(self, work, size=0):
-        with self.cond:
-            while (self.pending >= WRITE_BEHIND_ITEMS or
-                   (self.pending and
-                    self.queued_bytes + size > WRITE_BEHIND_BYTES)):
-                self._wait()
-            self.queued_bytes += size
-            self.pending += 1
-            self.queue.append((work, size))
-            if self.pending == 1:
-                self.cond.notify_all()
-
-    def wait(self):
-        with self.cond:
-            while self.pending:
-                self._wait()
-
-    def _wait(self):
-        self.waiting = True
-        self.cond.wait()
-        self.waiting = False
-
-    def close(self):
-        with self.cond:
-            self.closing = True
-            self.cond.notify_all()
-        self.thread.join()
-        super().close()
-
-    def _serve(self):
-        while True:
-            with self.cond:
-                while not self.queue and not self.closing:
-                    self.cond.wait()
-                if not self.queue:
-                    return
-                work, size = self.queue.popleft()
-            self.done.append(_run(work))
-            with self.cond:
-                self.queued_bytes -= size
-                self.pending -= 1
-                if self.waiting:
-                    self.cond.notify_all()
 
 
 def _run(work):

@@ -34,13 +34,10 @@ directory flag, cleared again at the end): new directories otherwise go
 next to the target, into block groups the rest of the disk has filled,
 where each file's inode is searched for.
 
-The walk (and the reading of the repository) stays in the caller's thread;
-creating files and links, writing content and setting metadata is handed
-to a writer (obnamlib.engine.restore_writer), in a second thread where the
-target allows it.  The walk reports what the writer did in the walk's
-order, so the lines said are the same either way; a failure the walk
-meets itself (a directory it cannot make, an unreadable entry) waits for
-the writer to catch up first.
+Creating files and links, writing content and setting metadata is handed
+to a writer (obnamlib.engine.restore_writer); the walk reports what the
+writer did in the walk's order, and a failure the walk meets itself (a
+directory it cannot make, an unreadable entry) is said after it.
 """
 
 import errno
@@ -151,8 +148,7 @@ class Restorer:
             self._prepare_target()
             spread_before = self.fs.spread_directories_below(self.target,
                                                              True)
-        self.writer = restore_writer.make_writer(self.fs,
-                                                 inline=self.pretend)
+        self.writer = restore_writer.InlineWriter()
         try:
             for path in paths:
                 self._restore_path(path)

@@ -7,51 +7,19 @@ import os
 import pytest
 
 import obnamlib.errors
-import obnamlib.vfs.base
 import obnamlib.vfs.local
 from obnamlib.engine import restore_writer
 
 
-class NoBackgroundFS(obnamlib.vfs.local.LocalFS):
-    capabilities = frozenset()
-
-
-class BackgroundFS(obnamlib.vfs.local.LocalFS):
-    capabilities = frozenset({obnamlib.vfs.base.LIVE_WRITES_IN_BACKGROUND})
-
-
-def test_local_disk_is_written_at_once():
-    """The writer thread measured slower on a local disk: not used."""
-    assert obnamlib.vfs.base.LIVE_WRITES_IN_BACKGROUND not in \
-        obnamlib.vfs.local.LocalFS.capabilities
-
-
-def test_a_thread_writes_where_the_fs_allows_with_two_cores(monkeypatch):
-    monkeypatch.setattr(restore_writer, '_cores', lambda: 2)
-    writer = restore_writer.make_writer(BackgroundFS('/'))
-    try:
-        assert isinstance(writer, restore_writer.ThreadWriter)
-    finally:
-        writer.close()
-
-
-@pytest.mark.parametrize('cores, fs_class, inline', [
-    (1, BackgroundFS, False),
-    (2, NoBackgroundFS, False),
-    (2, BackgroundFS, True)])
-def test_work_is_done_at_once_otherwise(monkeypatch, cores, fs_class, inline):
-    monkeypatch.setattr(restore_writer, '_cores', lambda: cores)
-    writer = restore_writer.make_writer(fs_class('/'), inline=inline)
-    assert type(writer) is restore_writer.InlineWriter
+def test_work_is_done_at_once():
+    writer = restore_writer.InlineWriter()
     done = []
     writer.put(lambda outcome: done.append(1))
     assert done == [1]
 
 
-@pytest.mark.parametrize('make', [restore_writer.InlineWriter,
-                                  restore_writer.ThreadWriter])
-def test_outcomes_come_back_in_order_and_raise_where_replayed(make):
-    writer = make()
+def test_outcomes_come_back_in_order_and_raise_where_replayed():
+    writer = restore_writer.InlineWriter()
     said = []
     try:
         for i in range(1000):
@@ -62,7 +30,7 @@ def test_outcomes_come_back_in_order_and_raise_where_replayed(make):
             else:
                 def work(outcome, i=i):
                     outcome.later(said.append, i)
-            writer.put(work, size=restore_writer.WRITE_BEHIND_BYTES // 100)
+            writer.put(work)
         writer.wait()
         outcomes = list(writer.take_done())
     finally:
@@ -74,14 +42,6 @@ def test_outcomes_come_back_in_order_and_raise_where_replayed(make):
     with pytest.raises(ValueError, match='in the writer'):
         outcomes[600].replay()
     assert said[-1] == 'before the failure'
-
-
-def test_close_finishes_the_work_put(tmp_path):
-    writer = restore_writer.ThreadWriter()
-    for i in range(50):
-        writer.put(lambda outcome, i=i: (tmp_path / str(i)).write_bytes(b'x'))
-    writer.close()
-    assert len(list(tmp_path.iterdir())) == 50
 
 
 def test_file_content_leaves_zeros_as_holes_and_gets_its_size(tmp_path):

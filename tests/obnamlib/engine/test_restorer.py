@@ -13,8 +13,6 @@ import obnamlib.errors
 import obnamlib.repo.factory
 import obnamlib.engine.read_ahead
 import obnamlib.engine.restorer
-from obnamlib.engine import restore_writer
-import obnamlib.vfs.base
 import obnamlib.vfs.local
 from obnamlib.engine.live_metadata import encode_xattrs
 from tests.gpg_fixture import reference_gpg_home  # noqa: F401
@@ -33,24 +31,6 @@ def world(tmp_path):
     live = tmp_path / 'live'
     live.mkdir()
     return tmp_path, live
-
-
-@pytest.fixture(params=[2, 1], ids=['writer-thread', 'one-core'])
-def cores(request, monkeypatch):
-    """Files written behind the walk by a thread, and (one core) at once:
-    the same files, metadata and lines either way."""
-    monkeypatch.setattr(restore_writer, '_cores', lambda: request.param)
-    allow_background_writes(monkeypatch)
-    return request.param
-
-
-def allow_background_writes(monkeypatch):
-    """LocalFS does not declare LIVE_WRITES_IN_BACKGROUND (the writer
-    thread measured slower); these tests still run the thread."""
-    monkeypatch.setattr(
-        obnamlib.vfs.local.LocalFS, 'capabilities',
-        obnamlib.vfs.local.LocalFS.capabilities |
-        {obnamlib.vfs.base.LIVE_WRITES_IN_BACKGROUND})
 
 
 def restorer(repo, gen, target, **kwargs):
@@ -127,7 +107,7 @@ def make_funny_farm(live):
         os.setxattr(live / 'xattrs', 'trusted.t', b'root only')
 
 
-def test_full_round_trip(world, cores):
+def test_full_round_trip(world):
     tmp, live = world
     make_funny_farm(live)
     repo = rh.new_repository(tmp / 'repo')
@@ -266,7 +246,7 @@ def test_path_not_in_generation(world):
     assert not target.exists()
 
 
-def test_missing_chunk_is_reported_and_restore_continues(world, cores):
+def test_missing_chunk_is_reported_and_restore_continues(world):
     tmp, live = world
     write(live / 'a-broken', b'A' * 5000)
     write(live / 'b-fine', b'fine')
@@ -291,7 +271,7 @@ def test_missing_chunk_is_reported_and_restore_continues(world, cores):
     assert not (target / str(live).lstrip('/') / 'a-broken').exists()
 
 
-def test_checksum_mismatch_is_notified_fails_the_run_and_leaves_no_file(world, cores):
+def test_checksum_mismatch_is_notified_fails_the_run_and_leaves_no_file(world):
     tmp, live = world
     write(live / 'f', b'content')
     repo = rh.new_repository(tmp / 'repo')
@@ -312,7 +292,7 @@ def test_checksum_mismatch_is_notified_fails_the_run_and_leaves_no_file(world, c
     assert not (target / str(live).lstrip('/') / 'f').exists()
 
 
-def test_metadata_failure_is_reported_with_r0fc21x(world, cores):
+def test_metadata_failure_is_reported_with_r0fc21x(world):
     tmp, live = world
     write(live / 'f', b'x')
     repo = rh.new_repository(tmp / 'repo')
@@ -350,7 +330,7 @@ def test_setuid_rule(world, euid, always, kept):
     assert mode == (0o6755 if kept else 0o755)
 
 
-def test_non_root_sets_only_user_xattrs(world, cores):
+def test_non_root_sets_only_user_xattrs(world):
     tmp, live = world
     write(live / 'f', b'x')
     repo = rh.new_repository(tmp / 'repo')
@@ -384,7 +364,7 @@ def test_pretend_creates_nothing_and_reads_no_data(world):
     assert stats.bytes == 0
 
 
-def test_directory_metadata_is_set_after_contents(world, cores):
+def test_directory_metadata_is_set_after_contents(world):
     tmp, live = world
     (live / 'd').mkdir()
     write(live / 'd' / 'f', b'x')
@@ -638,7 +618,7 @@ def assert_all_but_broken_restored(target, live, files, broken):
             assert dest.read_bytes() == data, name
 
 
-def test_missing_chunk_in_the_middle_leaves_no_partial_file(tmp_path, cores):
+def test_missing_chunk_in_the_middle_leaves_no_partial_file(tmp_path):
     live, repo_path, files = damaged_world(tmp_path)
     repo, gen = rh.back_up(repo_path, live)
     lost = repo.get_file_chunk_ids(gen, os.fsencode(str(live / 'a-broken')))[1]
@@ -694,7 +674,7 @@ def test_emptied_chunk_file_cannot_be_decoded(tmp_path):
     assert_all_but_broken_restored(target, live, files, {'a-broken'})
 
 
-def test_hard_links_to_a_damaged_file_are_each_named(tmp_path, cores):
+def test_hard_links_to_a_damaged_file_are_each_named(tmp_path):
     live, repo_path, files = damaged_world(tmp_path)
     os.link(live / 'a-broken', live / 'a-link')
     files['a-link'] = files['a-broken']
@@ -711,8 +691,7 @@ def test_hard_links_to_a_damaged_file_are_each_named(tmp_path, cores):
                                    {'a-broken', 'a-link'})
 
 
-def test_failures_of_walk_and_writer_are_said_in_walk_order(tmp_path,
-                                                            cores):
+def test_failures_of_walk_and_writer_are_said_in_walk_order(tmp_path):
     """A chunk missing (found by the writer's side) and metadata that
     cannot be read (found by the walk) are named in the walk's order."""
     live, repo_path, files = damaged_world(tmp_path)
