@@ -169,7 +169,7 @@ def parse(text):
     lines = text.decode('ascii').split('\n')
     if lines[-2:] != ['end', ''] or not lines[0].startswith('newest '):
         raise ValueError('incomplete chunk record')
-    newest = int(lines[0].split()[1])
+    newest = int(lines[0][len('newest '):])
     ranges = []
     for line in lines[1:-2]:
         word, first, last = line.split()

@@ -277,6 +277,12 @@ def test_a_record_with_no_range_of_chunk_ids_is_unreadable():
             chunk_journal.parse(b'newest 3\n' + line + b'\nend\n')
 
 
+def test_a_record_without_its_newest_generation_is_unreadable():
+    for first in (b'newest ', b'newest x', b'newest 3 4'):
+        with pytest.raises(ValueError):
+            chunk_journal.parse(first + b'\nrange 1 2\nend\n')
+
+
 def test_a_journal_that_is_no_filtered_file_is_ignored_and_removed(
         tmp_path):
     """Garbage on disk (no filter tag): the next run goes on, leaving
