@@ -11,6 +11,7 @@ import collections
 import hashlib
 
 import obnamlib.errors
+from obnamlib.engine import chunker
 
 # A file's content goes to the writer in parts of about this size.
 PART_BYTES = 1024 * 1024
@@ -87,7 +88,7 @@ class FileContent:
             self._open()
         for data in pieces:
             self.digest.update(data)
-            if not _all_zero(data):
+            if not chunker.is_all_zero(data):
                 if self.end != self.size:
                     self.f.seek(self.size)
                 self.f.write(data)
@@ -126,12 +127,3 @@ class FileContent:
         except (obnamlib.errors.ObnamError, OSError) as e:
             return e
         return None
-
-
-def _all_zero(data):
-    """Whether data is all zero bytes (nothing to write: a hole); most
-    data is told apart by its first or last byte, without a pass over it
-    (bytes.count(0) was 9% of a restore's time)."""
-    return not data or (data[:1] == b'\0' and data[-1:] == b'\0' and
-                        data == bytes(len(data)))
-

@@ -8,7 +8,7 @@ import pytest
 
 import obnamlib.errors
 import obnamlib.vfs.local
-from obnamlib.engine import restore_writer
+from obnamlib.engine import chunker, restore_writer
 
 
 def test_work_is_done_at_once():
@@ -85,4 +85,4 @@ def test_discard_of_nothing_made_does_nothing(tmp_path):
     (b'', True), (b'\0', True), (bytes(5000), True), (b'\0' * 10 + b'x', False),
     (b'x' + b'\0' * 10, False), (b'\0' * 5 + b'x' + b'\0' * 5, False)])
 def test_all_zero(data, zero):
-    assert restore_writer._all_zero(data) is zero
+    assert chunker.is_all_zero(data) is zero
