@@ -391,7 +391,5 @@ def is_fixed(text):
     return text.endswith('[fixed]') or text.endswith('; deleting')
 
 
-
-
 def _show(path):
     return path.decode('utf-8', 'backslashreplace')
