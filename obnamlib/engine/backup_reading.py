@@ -152,10 +152,10 @@ class ReadAhead:
 
     def _cancel(self, job):
         job.cancelled = True
-        self._taken(job, sum(len(chunk) for chunk, _ in job.items))
+        self._taken(sum(len(chunk) for chunk, _ in job.items))
         job.items.clear()
 
-    def _taken(self, job, size):
+    def _taken(self, size):
         self.ahead -= size
         self.cond.notify_all()
 
@@ -222,6 +222,7 @@ class ReadAhead:
             self.cond.notify_all()
             return True
 
+
 def _ends_the_run(error):
     try:
         obnamlib.errors.reraise_fatal(error)
@@ -255,7 +256,7 @@ class FileChunks:
                 if not job.items:
                     break
                 chunk, digest = job.items.popleft()
-                reader._taken(job, len(chunk))
+                reader._taken(len(chunk))
             yield chunk, digest
         if job.error is not None:
             raise job.error
