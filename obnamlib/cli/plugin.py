@@ -33,6 +33,7 @@ registers the group's settings and subcommands.  The API a plugin uses:
 """
 
 from obnamlib import errors
+from obnamlib.cli import json_output
 
 
 class NotImplementedYet(errors.ObnamError):
@@ -61,6 +62,10 @@ class ObnamPlugin:
     def client_name(self):
         """The client the command works on (--client-name)."""
         return self.app.settings['client-name']
+
+    def json_wanted(self):
+        """Whether --output-format=json asks for one JSON document."""
+        return json_output.wanted(self.app.settings)
 
     def require_client(self, repo):
         """Fail clearly when the repository has no such client, before

@@ -85,9 +85,6 @@ class ForgetPlugin(plugin.ObnamPlugin):
         elif settings['verbose'] or self.on_terminal():
             self.show(decisions)
 
-    def json_wanted(self):
-        return json_output.wanted(self.app.settings)
-
     def write_document(self, client, decisions, freed, pretend):
         json_output.write(self.app.ui.output, space_output.forget_document(
             client, decisions, freed, pretend))

@@ -86,9 +86,6 @@ class ShowPlugin(plugin.ObnamPlugin):
     def stdout(self, line):
         write_line(self.app.ui.stdout, line)
 
-    def json_wanted(self):
-        return json_output.wanted(self.app.settings)
-
     def chosen_generations(self, repo):
         specs = self.app.settings['generation'] or ['latest']
         return [repo.interpret_generation_spec(self.client_name, spec)
