@@ -293,7 +293,7 @@ class Repository(abc.ABC):
         leaves nothing behind; returns how many were removed."""
 
     # A format that keeps no record of a run's chunks has nothing for the
-    # next run to find: these four do nothing there.
+    # next run to find: these five do nothing there.
 
     def reuse_leftover_chunks(self, client_name):
         """Client locked: the chunk files a killed run of the client left

@@ -183,13 +183,16 @@ class ChunkIndexing:
         forest = self.clients.open(client_name)
         if not forest.writable:
             raise errors.RepositoryClientNotLocked(client_name=client_name)
-        found = leftover_chunks.find(
-            self.chunks, self.indexes, self.journal(client_name), forest,
-            lambda chunk_id: self._used_by_another(client_name, chunk_id))
+        found = self._find_leftovers(client_name, forest)
         # A newer generation uses these: they get their index entries.
         self.reused_committed.setdefault(client_name, set()).update(
             found.used)
         return found
+
+    def _find_leftovers(self, client_name, forest):
+        return leftover_chunks.find(
+            self.chunks, self.indexes, self.journal(client_name), forest,
+            lambda chunk_id: self._used_by_another(client_name, chunk_id))
 
     def _used_by_another(self, client_name, chunk_id):
         """Read from disk, outside the sessions (a read here must not
@@ -268,10 +271,7 @@ class ChunkIndexing:
         stale = []
         if forget_marker.is_placed(self.chunks.fs, client_id):
             stale = self._indexed_unused(client_id, forest)
-        found = leftover_chunks.find(
-            self.chunks, self.indexes, self.journal(client_name), forest,
-            lambda chunk_id: self._used_by_another(client_name, chunk_id))
-        return stale, found.unused
+        return stale, self._find_leftovers(client_name, forest).unused
 
     def index_users(self, chunk_id):
         """The client ids the chunksums entries of the chunk name (found
