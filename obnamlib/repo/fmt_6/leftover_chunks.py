@@ -26,14 +26,20 @@ class Leftovers:
 
 
 def find(chunks, indexes, journal, forest, used_elsewhere):
-    """The leftovers of the journal's inherited ranges, now.
+    """The leftovers of the journal's inherited ranges, now.  A journal
+    whose newest generation is beyond the client's newest (damaged, or
+    that generation was forgotten since) is checked against every
+    generation: slower, but no used chunk is taken for a leftover.
     used_elsewhere(chunk_id): whether another client's generation uses
     it (asked only for a chunk in the chunklist that chunksums lacks)."""
     ranges = journal.leftover_ranges()
     if not ranges:
         return Leftovers([], [])
-    newer = [forest.generation(number)
-             for number in forest.generation_ids() if number > journal.newest]
+    numbers = forest.generation_ids()
+    since = journal.newest if numbers and journal.newest <= max(numbers) \
+        else -1
+    newer = [forest.generation(number) for number in numbers
+             if number > since]
     unused, used = [], []
     for first, last in ranges:
         for chunk_id in chunks.ids_in_range(first, last):

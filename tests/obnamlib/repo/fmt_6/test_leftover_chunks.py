@@ -136,6 +136,24 @@ def test_chunks_a_committed_generation_uses_get_their_index_entries(
     assert [repo.get_chunk_content(i) for i in ids] == [b'x', b'y']
 
 
+def test_a_journal_claiming_a_newer_generation_keeps_committed_chunks(
+        tmp_path):
+    """A damaged journal whose newest generation is beyond the client's:
+    the chunks a committed generation uses stay and get their entries."""
+    new_repository(tmp_path, CLIENT).close()
+    ids = killed_run(tmp_path, [b'x', b'y'], commit_client=True)
+    repo = open_repo(tmp_path)
+    path = journal_path(repo)
+    record = repo.fs.read_file(path).split(b'\n', 1)[1]
+    repo.fs.write_file(path, b'newest 999999999\n' + record)
+    _, _, reused, removed = next_run(tmp_path, {b'/g': [b'z']})
+    assert (reused, removed) == (0, 0)
+    repo = open_repo(tmp_path)
+    listed, summed = index_entries(repo)
+    assert set(ids) <= listed and set(ids) <= summed
+    assert [repo.get_chunk_content(i) for i in ids] == [b'x', b'y']
+
+
 def test_another_clients_running_backup_keeps_its_chunks(tmp_path):
     """Client B stores the same content as A's killed run, uncommitted,
     while A's next run reuses and removes A's leftovers; B then commits."""
