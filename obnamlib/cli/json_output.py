@@ -19,6 +19,8 @@ import base64
 import json
 import time
 
+from obnamlib.engine import listing
+
 
 def wanted(settings):
     """Whether the user asked for JSON instead of text."""
@@ -40,10 +42,11 @@ def name_fields(key, name):
 
 def time_fields(key, timestamp):
     """{key: seconds since the epoch, key_utc: ISO 8601 in UTC}."""
-    if timestamp is None:
-        return {key: None, key + '_utc': None}
-    text = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(timestamp))
-    return {key: timestamp, key + '_utc': text}
+    when = None if timestamp is None else listing.calendar_time(timestamp)
+    if when is None:
+        return {key: timestamp, key + '_utc': None}
+    return {key: timestamp,
+            key + '_utc': time.strftime('%Y-%m-%dT%H:%M:%SZ', when)}
 
 
 def notices(ui, settings):

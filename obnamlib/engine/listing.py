@@ -22,13 +22,33 @@ from obnamlib.repo import interface as ri
 TIME_FORMAT = '%Y-%m-%d %H:%M:%S'
 
 
+# A time no calendar date can show (a damaged or hostile repository can
+# store any number): the same width as a real one.
+UNSHOWABLE_TIME = '????-??-?? ??:??:??'
+
+
+def calendar_time(timestamp, local=False):
+    """time.struct_time of a stored time (None as 0), or None when the
+    platform cannot represent it."""
+    convert = time.localtime if local else time.gmtime
+    try:
+        return convert(timestamp or 0)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 def local_time(timestamp):
     """`2015-10-27 20:21:30 +0200`: local time, offset then in force."""
-    return time.strftime(TIME_FORMAT + ' %z', time.localtime(timestamp or 0))
+    when = calendar_time(timestamp, local=True)
+    if when is None:
+        return UNSHOWABLE_TIME
+    return time.strftime(TIME_FORMAT + ' %z', when)
 
 
 def utc_time(timestamp):
-    return time.strftime(TIME_FORMAT, time.gmtime(timestamp or 0))
+    when = calendar_time(timestamp)
+    return UNSHOWABLE_TIME if when is None else time.strftime(TIME_FORMAT,
+                                                               when)
 
 
 # --- generations ---------------------------------------------------------

@@ -54,3 +54,9 @@ def test_notices_go_to_stdout_as_text_and_to_stderr_beside_json():
 def test_quiet_silences_notices_also_beside_json():
     assert notices_of('text', quiet=True) == ('', '')
     assert notices_of('json', quiet=True) == ('', '')
+
+
+def test_a_time_beyond_the_calendar_keeps_its_number_without_utc():
+    """A damaged or hostile repository may store any number."""
+    assert json_output.time_fields('mtime', 2 ** 70) == {
+        'mtime': 2 ** 70, 'mtime_utc': None}

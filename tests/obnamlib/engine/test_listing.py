@@ -206,3 +206,10 @@ def test_kdirstat_header(repo, helsinki):
         '#\n'
         '# Type  path            size    mtime           <optional fields>\n'
         '\n' % int(gen))
+
+
+@pytest.mark.parametrize('stored', [10 ** 18, -10 ** 18, 2 ** 70])
+def test_a_time_beyond_the_calendar_is_shown_as_unknown(stored):
+    """A damaged or hostile repository may store any number."""
+    assert listing.utc_time(stored) == listing.UNSHOWABLE_TIME
+    assert listing.local_time(stored) == listing.UNSHOWABLE_TIME
