@@ -49,11 +49,6 @@ CREATES_IN_BACKGROUND = 'creates-in-background'
 LOCAL_FILES = 'local-files'
 # prefetch_listings(paths) lists several directories in one round trip.
 PREFETCHES_LISTINGS = 'prefetches-listings'
-# The live-data methods that make and change objects (open_write and its
-# file, mkdir, symlink, link, mknod, remove, set_attributes, lsetxattr)
-# may run in a second thread while this one goes on using the object
-# (restore writes files behind its reading of the repository).
-LIVE_WRITES_IN_BACKGROUND = 'live-writes-in-background'
 # open_read and the file it returns may be used in a second thread while
 # this one goes on using the object (a backup reads and hashes files
 # ahead of its main thread).

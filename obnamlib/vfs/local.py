@@ -132,10 +132,7 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
     # the object: chunk files are then written behind the backup's reading
     # (fmt_6.chunk_writer).  A file creation costs the kernel 0.1-1 ms.
     # The files are under `root`, where the cipher helper process of an
-    # encrypted repository reads and creates them too.  Not
-    # LIVE_WRITES_IN_BACKGROUND: restore's writer thread (restore_writer)
-    # made a quiet 2-core machine's restore of --scale 1 slower, 6.9 ->
-    # 12.5 s, the two threads taking turns at the GIL per small file.
+    # encrypted repository reads and creates them too.
     capabilities = frozenset({obnamlib.vfs.base.CREATES_IN_BACKGROUND,
                               obnamlib.vfs.base.LOCAL_FILES,
                               obnamlib.vfs.base.LIVE_READS_IN_BACKGROUND})
