@@ -1,71 +1,17 @@
-"""Restore's writing side: files' content and every object's metadata.
+"""Restore's writing side: one regular file's content, part by part.
 
-The walk hands over work in its order; what each piece of work would
-have reported is kept in an Outcome, which the walk replays, in order,
-when it takes it back.  (A writer thread behind the walk measured slower
-on a quiet 2-core machine, the two threads taking turns at the GIL per
-small file; the work is done at once, in the walk's thread.)
+The restorer writes in its walk's own thread (a writer thread behind the
+walk measured slower on a quiet 2-core machine, the two threads taking
+turns at the GIL per small file).
 """
 
-import collections
 import hashlib
 
 import obnamlib.errors
 from obnamlib.engine import chunker
 
-# A file's content goes to the writer in parts of about this size.
+# A file's content is written in parts of about this size.
 PART_BYTES = 1024 * 1024
-
-
-class Outcome:
-    """What one piece of work reports: calls to make in the walk's thread
-    (later(func, *args)), or an exception to raise there."""
-
-    def __init__(self):
-        self.calls = []
-        self.raised = None
-
-    def later(self, func, *args):
-        self.calls.append((func, args))
-
-    def replay(self):
-        for func, args in self.calls:
-            func(*args)
-        if self.raised is not None:
-            raise self.raised
-
-
-class InlineWriter:
-    """Does each piece of work at once, in the caller's thread."""
-
-    def __init__(self):
-        self.done = collections.deque()
-
-    def put(self, work, size=0):
-        """work(outcome) records what it reports in outcome; size: the
-        bytes of data it holds."""
-        self.done.append(_run(work))
-
-    def take_done(self):
-        """The outcomes of the work done so far, in order, each once."""
-        while self.done:
-            yield self.done.popleft()
-
-    def wait(self):
-        """Until every piece of work put is done."""
-
-    def close(self):
-        """Drop the outcomes not taken."""
-        self.done.clear()
-
-
-def _run(work):
-    outcome = Outcome()
-    try:
-        work(outcome)
-    except BaseException as e:      # raised again in the walk's thread
-        outcome.raised = e
-    return outcome
 
 
 class FileContent:

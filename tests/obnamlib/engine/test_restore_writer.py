@@ -1,5 +1,4 @@
-"""The restore's writing side: work done in order, behind the walk or at
-once, and what it reports handed back in that order."""
+"""The restore's writing side: a regular file's content, part by part."""
 
 import hashlib
 import os
@@ -9,39 +8,6 @@ import pytest
 import obnamlib.errors
 import obnamlib.vfs.local
 from obnamlib.engine import chunker, restore_writer
-
-
-def test_work_is_done_at_once():
-    writer = restore_writer.InlineWriter()
-    done = []
-    writer.put(lambda outcome: done.append(1))
-    assert done == [1]
-
-
-def test_outcomes_come_back_in_order_and_raise_where_replayed():
-    writer = restore_writer.InlineWriter()
-    said = []
-    try:
-        for i in range(1000):
-            if i == 600:
-                def work(outcome):
-                    outcome.later(said.append, 'before the failure')
-                    raise ValueError('in the writer')
-            else:
-                def work(outcome, i=i):
-                    outcome.later(said.append, i)
-            writer.put(work)
-        writer.wait()
-        outcomes = list(writer.take_done())
-    finally:
-        writer.close()
-    assert len(outcomes) == 1000
-    for outcome in outcomes[:600]:
-        outcome.replay()
-    assert said == list(range(600))
-    with pytest.raises(ValueError, match='in the writer'):
-        outcomes[600].replay()
-    assert said[-1] == 'before the failure'
 
 
 def test_file_content_leaves_zeros_as_holes_and_gets_its_size(tmp_path):

@@ -12,6 +12,7 @@ import pytest
 import obnamlib.errors
 import obnamlib.repo.factory
 import obnamlib.engine.read_ahead
+import obnamlib.engine.restore_writer
 import obnamlib.engine.restorer
 import obnamlib.vfs.local
 from obnamlib.engine.live_metadata import encode_xattrs
@@ -871,6 +872,23 @@ def test_fatal_target_error_ends_restore_at_once(world):
     tmp, live = world
     for name in ('a', 'b', 'c'):
         write(live / name, name.encode())
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    reporter = Collect()
+    r = obnamlib.engine.restorer.Restorer(
+        repo, gen, TargetThatLosesItsConnection('/'),
+        os.fsencode(str(tmp / 'target')), reporter=reporter)
+    with pytest.raises(FatalTestError):
+        r.restore()
+    assert reporter.errors == []
+
+
+def test_fatal_target_error_in_a_large_files_first_part_ends_restore(world):
+    """The error of a part written while more content is fetched is not
+    taken for a failed fetch."""
+    tmp, live = world
+    write(live / 'big', os.urandom(
+        obnamlib.engine.restore_writer.PART_BYTES * 2 + 1))
     repo = rh.new_repository(tmp / 'repo')
     gen = rh.store_tree(repo, str(live))
     reporter = Collect()
