@@ -54,6 +54,11 @@ PREFETCHES_LISTINGS = 'prefetches-listings'
 # ahead of its main thread).
 LIVE_READS_IN_BACKGROUND = 'live-reads-in-background'
 
+# Each operation waits for a server or a daemon (a local path on an NFS,
+# SMB or GlusterFS mount): create_file may be called from several threads
+# at once, and many creates in flight are faster than one after another.
+CREATES_IN_PARALLEL = 'creates-in-parallel'
+
 NO_CAPABILITIES = frozenset()
 
 

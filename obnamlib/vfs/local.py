@@ -1,6 +1,7 @@
 """The VFS on the local filesystem."""
 
 import array
+import concurrent.futures
 import errno
 import itertools
 import os
@@ -11,6 +12,7 @@ import threading
 
 import obnamlib.errors
 import obnamlib.vfs.base
+from obnamlib.vfs import mounts
 
 
 def _clean(path):
@@ -125,6 +127,18 @@ class LocalFile:
         self.close()
 
 
+# Operations in flight at once on a network or FUSE filesystem (reads of
+# read_files; chunk files created by fmt_6.chunk_writer's threads).
+# Measured on a replica-3 GlusterFS volume on 127.0.0.1 (8 KiB files):
+# 1 -> 4 -> 16 threads, reads 646 -> 1136 -> 777 files/s, creates in 64
+# directories 75 -> 158 (16) -> 200 (64) files/s.
+IN_FLIGHT = 8
+
+# What a network or FUSE filesystem adds to LocalFS.capabilities.
+_ROUND_TRIP_CAPABILITIES = frozenset({obnamlib.vfs.base.READS_IN_BATCHES,
+                                      obnamlib.vfs.base.CREATES_IN_PARALLEL})
+
+
 class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
     """VFS on the local disk; str paths are relative to `root`."""
 
@@ -137,7 +151,7 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
                               obnamlib.vfs.base.LOCAL_FILES,
                               obnamlib.vfs.base.LIVE_READS_IN_BACKGROUND})
 
-    def __init__(self, root, settings=None):
+    def __init__(self, root, settings=None, mountinfo=mounts.MOUNTINFO):
         root = os.path.abspath(os.fsdecode(root))
         super().__init__(root)
         self.root = root
@@ -145,6 +159,9 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
         self.counter_lock = threading.Lock()
         if os.path.exists(root) and not os.path.isdir(root):
             raise obnamlib.errors.RootIsNotADirectory(baseurl=root)
+        self.readers = None     # threads of read_files, where round trips
+        if mounts.has_round_trips(root, mountinfo):
+            self.capabilities = self.capabilities | _ROUND_TRIP_CAPABILITIES
 
     def __repr__(self):
         return 'LocalFS(%r)' % self.root
@@ -159,17 +176,29 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
     # --- StorageFS ----------------------------------------------------------
 
     def read_file(self, path):
-        full = self._full(path)
-        fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            data = _read_to_end(fd)
-        except OSError as e:    # e.g. a directory: name it, as open() does
-            e.filename = e.filename or full
-            raise
-        finally:
-            os.close(fd)
+        data = _read_whole(self._full(path))
         self.bytes_read += len(data)
         return data
+
+    def read_files(self, paths):
+        """read_file of each path; on a network or FUSE filesystem
+        (READS_IN_BATCHES) IN_FLIGHT of them at once, each in a thread of
+        a pool, whose waits for the server then overlap.  Raises like
+        read_file for the first path that fails."""
+        if obnamlib.vfs.base.READS_IN_BATCHES not in self.capabilities:
+            return super().read_files(paths)
+        if self.readers is None:
+            self.readers = concurrent.futures.ThreadPoolExecutor(
+                IN_FLIGHT, thread_name_prefix='obnam-reads')
+        contents = list(self.readers.map(_read_whole, map(self._full, paths)))
+        self.bytes_read += sum(len(data) for data in contents)
+        return contents
+
+    def close(self):
+        if self.readers is not None:
+            self.readers.shutdown()
+            self.readers = None
+        super().close()
 
     def write_file(self, path, data):
         full = self._full(path)
@@ -565,6 +594,17 @@ def _write_new(path, data):
         _remove_quietly(path)
         raise
     os.close(fd)
+
+
+def _read_whole(full):
+    fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return _read_to_end(fd)
+    except OSError as e:    # e.g. a directory: name it, as open() does
+        e.filename = e.filename or full
+        raise
+    finally:
+        os.close(fd)
 
 
 def _read_to_end(fd):

@@ -67,15 +67,27 @@ def parse_chunk_name(name):
     return chunk_id if '%x' % chunk_id == name else None
 
 
+# A network or FUSE filesystem (CREATES_IN_PARALLEL): threads creating
+# chunk files at once, and files waiting for them at most.  On a replica-3
+# GlusterFS volume on 127.0.0.1, creates in 64 directories went 75 -> 158
+# files/s with 16 threads (200 with 64).
+PARALLEL_CREATES = 16
+PARALLEL_DEPTH = 64
+
+
 def _background_writer(fs):
     """(writer, the fs method that hands it over): a ProcessChunkWriter
     if fs can leave its encrypted creates to a second process; a
-    ChunkWriter if it can leave its creates to a thread; a
+    ChunkWriter with several threads if its creates are round trips to a
+    server; with one if it can leave its creates to a thread; a
     BatchChunkWriter if it can create many files at once; else (None,
     None)."""
     if fs.can_seal_behind:
         return (ProcessChunkWriter(fs.seal_helper(), fs.seal_inline),
                 fs.seal_behind)
+    if fs.can_create_in_parallel:
+        return (ChunkWriter(depth=PARALLEL_DEPTH, wake_at=1,
+                            workers=PARALLEL_CREATES), fs.write_behind)
     if fs.can_write_behind:
         return ChunkWriter(), fs.write_behind
     if fs.can_create_in_batches:

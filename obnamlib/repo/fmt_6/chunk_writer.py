@@ -1,5 +1,6 @@
 """Chunk files written behind the caller: one worker thread creates them
-while the backup goes on reading, hashing and filling the B-tree.
+while the backup goes on reading, hashing and filling the B-tree (several
+on a network or FUSE filesystem, where each create waits for a server).
 
 On a local disk the kernel spends 0.1-1 ms creating each file, which was
 most of a first backup's time.  Nothing refers to a new chunk until a
@@ -39,14 +40,17 @@ class ChunkFileTaken(errors.ObnamError):
 
 
 class ChunkWriter:
-    """Exclusive creates in one worker thread.
+    """Exclusive creates in worker threads.
 
-    submit(path, data, create): create(path, data) runs in the worker; it
+    submit(path, data, create): create(path, data) runs in a worker; it
     must be safe there while the caller's thread uses the same storage.
-    The worker takes the files in groups of `wake_at` (all that wait when
-    someone waits for it), writing them in the order submitted."""
+    One worker takes the files in groups of `wake_at` (all that wait when
+    someone waits for it), writing them in the order submitted.  Several
+    workers (for storage whose creates are round trips to a server,
+    CREATES_IN_PARALLEL) take one file each, as it comes."""
 
-    def __init__(self, depth=QUEUE_DEPTH, wake_at=WAKE_AT):
+    def __init__(self, depth=QUEUE_DEPTH, wake_at=WAKE_AT, workers=1):
+        self.workers = max(1, workers)
         self.depth = depth
         self.wake_at = max(1, min(wake_at, depth))
         self.lock = threading.Lock()
@@ -57,21 +61,28 @@ class ChunkWriter:
         self.errors = []          # exceptions not yet raised to the caller
         self.waiters = 0          # callers blocked until the worker writes
         self.stopping = False
-        self.thread = None
+        self.threads = []
 
     def submit(self, path, data, create):
         """Queue one exclusive create; raises an earlier failure first."""
         self._raise_error()
-        if self.thread is None:
-            self.thread = threading.Thread(
-                target=self._work, name='chunk-writer', daemon=True)
-            self.thread.start()
+        if not self.threads:
+            self._start()
         with self.cond:
             self._wait_until(lambda: len(self.pending) < self.depth)
             self.pending.add(path)
             self.items.append((path, data, create))
-            if len(self.items) == self.wake_at:
+            if self.workers > 1:
+                self.cond.notify()      # one idle worker for this file
+            elif len(self.items) == self.wake_at:
                 self.cond.notify_all()
+
+    def _start(self):
+        for _ in range(self.workers):
+            thread = threading.Thread(
+                target=self._work, name='chunk-writer', daemon=True)
+            thread.start()
+            self.threads.append(thread)
 
     def _wait_until(self, ready):
         """Block (the lock held) until ready(), the worker woken to write
@@ -96,7 +107,7 @@ class ChunkWriter:
 
     def wait(self):
         """Wait until every submitted file is written (or failed)."""
-        if self.thread is not None:
+        if self.threads:
             with self.cond:
                 self._wait_until(lambda: not self.pending)
 
@@ -113,12 +124,13 @@ class ChunkWriter:
     def close(self):
         """Finish what was queued and stop the worker; failures are
         dropped (nothing committed refers to those files)."""
-        if self.thread is not None:
+        if self.threads:
             with self.cond:
                 self.stopping = True
                 self.cond.notify_all()
-            self.thread.join()
-            self.thread = None
+            for thread in self.threads:
+                thread.join()
+            self.threads = []
             self.stopping = False
         self.drop_errors()
 
@@ -139,10 +151,18 @@ class ChunkWriter:
                     self.cond.wait()
                 if not self.items:
                     return          # stopping, and everything written
-                batch = list(self.items)
-                self.items.clear()
+                batch = self._take()
             for item in batch:
                 self._create(*item)
+
+    def _take(self):
+        """What a worker writes next (the lock held): everything waiting
+        if it is the only one, else the oldest file."""
+        if self.workers == 1:
+            batch = list(self.items)
+            self.items.clear()
+            return batch
+        return [self.items.popleft()]
 
     def _worth_waking(self):
         return (self.stopping or len(self.items) >= self.wake_at or

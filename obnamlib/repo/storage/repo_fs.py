@@ -188,6 +188,14 @@ class RepositoryFS(vfs_base.Storage):
                 vfs_base.CREATES_IN_BACKGROUND in self.base.capabilities)
 
     @property
+    def can_create_in_parallel(self):
+        """Whether write_behind() may be given a writer with several
+        threads (a network or FUSE filesystem: each create a round trip).
+        An encrypted repository seals in its helper process instead."""
+        return (self.can_write_behind and
+                vfs_base.CREATES_IN_PARALLEL in self.base.capabilities)
+
+    @property
     def can_create_in_batches(self):
         """Whether create_many_in_base saves round trips (the base
         creates in batches: SFTP)."""

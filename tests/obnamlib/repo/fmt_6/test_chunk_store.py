@@ -283,4 +283,76 @@ def test_writer_writes_every_file_in_order_once_waited_for(count):
         writer.close()
     assert made == [('p%d' % i, b'%d' % i, 'chunk-writer')
                     for i in range(count)]
-    assert writer.thread is None
+    assert writer.threads == []
+
+
+@pytest.mark.timeout(60)
+def test_several_writers_have_their_creates_in_flight_together():
+    import threading
+    workers = 4
+    writer = chunk_writer.ChunkWriter(depth=16, wake_at=1, workers=workers)
+    together = threading.Barrier(workers, timeout=20)
+    made = []
+
+    def create(path, data):
+        together.wait()     # broken (raised at flush) if one at a time
+        made.append((path, data))
+    try:
+        for i in range(3 * workers):
+            writer.submit('p%d' % i, b'%d' % i, create)
+        writer.flush()
+    finally:
+        writer.close()
+    assert sorted(made) == sorted(('p%d' % i, b'%d' % i)
+                                  for i in range(3 * workers))
+    assert writer.threads == []
+
+
+def test_several_writers_report_a_failure_and_name_the_failed_file():
+    writer = chunk_writer.ChunkWriter(depth=8, wake_at=1, workers=3)
+
+    def create(path, data):
+        if path == 'p5':
+            raise OSError(28, 'No space left on device', path)
+    try:
+        with pytest.raises(OSError) as info:    # by a submit, or flush
+            for i in range(10):
+                writer.submit('p%d' % i, b'', create)
+            writer.flush()
+        assert info.value.errno == 28
+        writer.wait()
+        assert writer.has_failed('p5') and not writer.has_failed('p4')
+    finally:
+        writer.close()
+
+
+def network_repo_fs(tmp_path):
+    table = tmp_path.parent / (tmp_path.name + '.mountinfo')
+    table.write_text('20 1 0:1 / / rw - ext4 /dev/sda1 rw\n'
+                     '21 20 0:2 / %s rw - fuse.glusterfs h:/v rw\n'
+                     % tmp_path)
+    return repo_fs.RepositoryFS(
+        obnamlib.vfs.local.LocalFS(str(tmp_path), mountinfo=str(table)))
+
+
+def test_a_network_mount_gets_several_writers_and_batched_reads(tmp_path):
+    fs = network_repo_fs(tmp_path)
+    store = ChunkStore(fs, rng=FixedStarts(0x9000))
+    store.write_behind(True)
+    assert store.background.workers == chunk_store.PARALLEL_CREATES
+    assert fs.reads_in_batches
+    ids = [store.put(b'chunk %d' % i) for i in range(100)]
+    store.flush()
+    assert [stored(tmp_path, i) for i in ids] == \
+        [b'chunk %d' % i for i in range(100)]
+    reader = ChunkStore(network_repo_fs(tmp_path))
+    reader.prefetch(ids)
+    assert len(reader.fetched) == min(100, reader.fetched.max_chunks)
+    assert [reader.get(i) for i in ids] == [b'chunk %d' % i
+                                            for i in range(100)]
+
+
+def test_a_local_disk_keeps_one_writer(tmp_path):
+    store = ChunkStore(local_repo_fs(tmp_path))
+    store.write_behind(True)
+    assert store.background.workers == 1
