@@ -333,6 +333,10 @@ class VirtualFileSystem(Storage):
         """A hint: these files (each at most prefetch_size) will be read
         by open_read next."""
 
+    def advise_reads(self, paths):
+        """A hint: these repository files will be read by read_file soon,
+        in this order.  A local disk starts reading them now."""
+
     def spread_directories_below(self, path, on):
         """A placement hint for the directories a restore makes below the
         live directory path: while on, a filesystem that can places each

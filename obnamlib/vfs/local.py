@@ -134,6 +134,9 @@ class LocalFile:
 # directories 75 -> 158 (16) -> 200 (64) files/s.
 IN_FLIGHT = 8
 
+# Files advise_reads keeps open for the read_file calls that follow.
+ADVISED_FILES = 64
+
 # What a network or FUSE filesystem adds to LocalFS.capabilities.
 _ROUND_TRIP_CAPABILITIES = frozenset({obnamlib.vfs.base.READS_IN_BATCHES,
                                       obnamlib.vfs.base.CREATES_IN_PARALLEL})
@@ -160,6 +163,7 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
         if os.path.exists(root) and not os.path.isdir(root):
             raise obnamlib.errors.RootIsNotADirectory(baseurl=root)
         self.readers = None     # threads of read_files, where round trips
+        self.advised = {}       # full path -> fd, opened by advise_reads
         if mounts.has_round_trips(root, mountinfo):
             self.capabilities = self.capabilities | _ROUND_TRIP_CAPABILITIES
 
@@ -176,9 +180,38 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
     # --- StorageFS ----------------------------------------------------------
 
     def read_file(self, path):
-        data = _read_whole(self._full(path))
+        full = self._full(path)
+        fd = self.advised.pop(full, None)
+        data = _read_whole(full) if fd is None else _read_opened(full, fd)
         self.bytes_read += len(data)
         return data
+
+    def advise_reads(self, paths):
+        """Open each file and ask the kernel to read it into the page
+        cache now (POSIX_FADV_WILLNEED), keeping it open for its
+        read_file.  With a cold cache the disk then has many reads queued
+        instead of one at a time; with a warm one it costs a system call
+        per file.  A file that cannot be opened is left to read_file,
+        which reports it."""
+        for path in paths:
+            full = self._full(path)
+            if full in self.advised:
+                continue
+            try:
+                fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue
+            _advise_willneed(fd)
+            self.advised[full] = fd
+            while len(self.advised) > ADVISED_FILES:
+                os.close(self.advised.pop(next(iter(self.advised))))
+
+    def _forget_advised(self, full):
+        """A file opened for reading ahead is being removed or replaced:
+        read_file must see what the name holds then."""
+        fd = self.advised.pop(full, None)
+        if fd is not None:
+            os.close(fd)
 
     def read_files(self, paths):
         """read_file of each path; on a network or FUSE filesystem
@@ -198,10 +231,13 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
         if self.readers is not None:
             self.readers.shutdown()
             self.readers = None
+        while self.advised:
+            os.close(self.advised.popitem()[1])
         super().close()
 
     def write_file(self, path, data):
         full = self._full(path)
+        self._forget_advised(full)
         tmp = self._write_temp(full, data)
         try:
             os.replace(tmp, full)
@@ -235,6 +271,8 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
 
     def rename(self, old, new):
         full_old, full_new = self._full(old), self._full(new)
+        self._forget_advised(full_old)
+        self._forget_advised(full_new)
         self._in_parent(full_new, lambda: os.replace(full_old, full_new),
                         retry_if=lambda: os.path.lexists(full_old))
 
@@ -342,6 +380,7 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
         self._shared(path, os.mkdir, mode)
 
     def remove(self, path):
+        self._forget_advised(self._full(path))
         self._shared(path, os.remove)
 
     def rmdir(self, path):
@@ -597,7 +636,11 @@ def _write_new(path, data):
 
 
 def _read_whole(full):
-    fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC)
+    return _read_opened(full, os.open(full, os.O_RDONLY | os.O_CLOEXEC))
+
+
+def _read_opened(full, fd):
+    """The whole file open as fd, which is closed."""
     try:
         return _read_to_end(fd)
     except OSError as e:    # e.g. a directory: name it, as open() does
@@ -623,6 +666,13 @@ def _read_to_end(fd):
         if not more:
             return b''.join(pieces)
         pieces.append(more)
+
+
+def _advise_willneed(fd):
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+    except OSError:
+        pass        # a hint: a filesystem may not take it
 
 
 def _remove_quietly(path):

@@ -106,10 +106,11 @@ class RepositoryFS(vfs_base.Storage):
         that fails."""
         if not self.reads_in_batches:
             return [self.read_file(path) for path in paths]
-        raw = self.base.read_files(list(paths))
-        self.bytes_read += sum(len(data) for data in raw)
-        return [self._filter.unwrap(path, data)
-                for path, data in zip(paths, raw)]
+        contents = self.base.read_files(list(paths))
+        self.bytes_read += sum(len(data) for data in contents)
+        for i, path in enumerate(paths):    # each stored copy let go
+            contents[i] = self._filter.unwrap(path, contents[i])
+        return contents
 
     def write_file(self, path, data):
         self.write_raw(path, self._filter.wrap(path, data))
@@ -174,6 +175,8 @@ class RepositoryFS(vfs_base.Storage):
         wait for it, and few are read before it has booted)."""
         if self._reads_ahead():
             self._second.read_ahead(paths, READ_AHEAD_AFTER)
+        else:
+            self.base.advise_reads(paths)
 
     def _reads_ahead(self):
         """An encrypted repository on a local disk (format 6)."""

@@ -70,7 +70,7 @@ class FilesMixin:
             if reads:
                 collect_reads(self, reads, got, path)
                 read_more(self, handle, path, got, size)
-        return [bytes(got) for got in data]
+        return _joined(data)
 
     def _open_for_reading(self, paths):
         """Every OPEN in flight: per path its handle or the OSError."""
@@ -255,3 +255,12 @@ class FilesMixin:
 def _temp_name(full):
     return join(os.path.dirname(full),
                 b'tmp' + uuid.uuid4().hex[:16].encode('ascii'))
+
+
+def _joined(pieces_of_files):
+    """Each file's Pieces made one bytes, in place: a file's pieces are
+    let go as soon as it is joined, so a batch is in memory about once,
+    not twice."""
+    for i, pieces in enumerate(pieces_of_files):
+        pieces_of_files[i] = bytes(pieces)
+    return pieces_of_files

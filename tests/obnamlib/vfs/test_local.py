@@ -279,3 +279,53 @@ def test_read_files_on_a_network_mount_raises_for_the_first_missing(
         assert info.value.filename == str(tmp_path / 'missing1')
     finally:
         fs.close()
+
+
+def open_fds():
+    return len(os.listdir('/proc/self/fd'))
+
+
+def test_files_advised_are_read_through_the_descriptor_kept_open(tmp_path):
+    fs = obnamlib.vfs.local.LocalFS(str(tmp_path))
+    for i in range(3):
+        (tmp_path / ('c%d' % i)).write_bytes(b'%d' % i * 5000)
+    before = open_fds()
+    fs.advise_reads(['c0', 'c1', 'missing', 'c2', 'c1'])
+    assert open_fds() == before + 3
+    assert [fs.read_file('c%d' % i) for i in range(3)] == \
+        [b'%d' % i * 5000 for i in range(3)]
+    assert open_fds() == before
+    assert fs.bytes_read == 15000
+    with pytest.raises(FileNotFoundError) as info:
+        fs.read_file('missing')
+    assert info.value.filename == str(tmp_path / 'missing')
+
+
+def test_advised_files_kept_open_are_bounded_and_closed_at_close(tmp_path):
+    fs = obnamlib.vfs.local.LocalFS(str(tmp_path))
+    names = ['f%d' % i for i in range(obnamlib.vfs.local.ADVISED_FILES + 9)]
+    for name in names:
+        (tmp_path / name).write_bytes(name.encode())
+    before = open_fds()
+    fs.advise_reads(names)
+    assert open_fds() == before + obnamlib.vfs.local.ADVISED_FILES
+    assert fs.read_file(names[0]) == names[0].encode()   # opened again
+    fs.close()
+    assert open_fds() == before
+
+
+def test_a_file_advised_and_then_changed_by_us_reads_as_it_is_now(tmp_path):
+    fs = obnamlib.vfs.local.LocalFS(str(tmp_path))
+    for name in ('removed', 'rewritten', 'renamed', 'target'):
+        fs.write_file(name, b'old ' + name.encode())
+    fs.advise_reads(['removed', 'rewritten', 'renamed', 'target'])
+    fs.remove('removed')
+    fs.write_file('rewritten', b'new')
+    fs.rename('renamed', 'target')
+    with pytest.raises(FileNotFoundError):
+        fs.read_file('removed')
+    with pytest.raises(FileNotFoundError):
+        fs.read_file('renamed')
+    assert fs.read_file('rewritten') == b'new'
+    assert fs.read_file('target') == b'old renamed'
+    assert fs.advised == {}
