@@ -3,6 +3,12 @@
 Changed nodes stay in the cache marked dirty; when the cache overflows, a
 dirty node is written into the journal (new/) before it is dropped, so
 memory stays bounded. Everything still dirty is written at commit.
+
+A cache may start small and grow as the reader shows it needs more
+(grow_on_demand): nodes read again after the cache dropped them say the
+cache is too small for how this tree is read.  A walk in about key order
+rarely does that and keeps few nodes; a reader whose lookups scatter over
+the tree soon has the whole cache.
 """
 
 from . import codec, errors
@@ -11,6 +17,9 @@ from .lru import LRUCache
 from .refcounts import RefcountStore
 
 MIN_CACHE = 8
+# A growing cache doubles when, since it last grew, at least this many
+# reads and a quarter of all reads were of nodes it had dropped.
+REREADS_TO_GROW = 8
 
 
 class NodeStore:
@@ -21,7 +30,12 @@ class NodeStore:
         self.dirname = dirname
         self.key_size = key_size
         self.cache_size = max(MIN_CACHE, cache_size)
+        self.cache_limit = self.cache_size  # what grow_on_demand grows to
         self.cache = LRUCache()
+        self.dropped = None     # ids read on demand, then dropped (bounded)
+        self.prefilled = set()  # cached by remember, not read on demand
+        self.reads = 0          # since the cache last grew: nodes read,
+        self.rereads = 0        # ... and of those, ones it had dropped
         self.dirty = set()
         self.refcounts = RefcountStore(journal, dirname)
         self.committed_last_id = committed_last_id
@@ -41,7 +55,30 @@ class NodeStore:
         except FileNotFoundError:
             raise errors.NodeMissing(self.dirname, node_id)
 
+    def grow_on_demand(self, start):
+        """Keep `start` nodes at first; double that whenever nodes the
+        cache dropped are read again often (REREADS_TO_GROW), up to the
+        cache size given."""
+        self.cache_size = max(MIN_CACHE, min(start, self.cache_limit))
+        if self.cache_size < self.cache_limit:
+            self.dropped = LRUCache()
+
     def load(self, node_id):
+        node = self.cache.get(node_id)
+        if node is not None:
+            return node
+        if self.dropped is not None:
+            self._count_read(node_id)
+        data = self.read_raw(node_id)
+        node = codec.decode(data, self.key_size, self.dirname, node_id)
+        self.cache[node_id] = node
+        self._evict()
+        return node
+
+    def peek(self, node_id):
+        """get for a scan that reads each node once: a node it reads is
+        cached like one remember()ed, and does not make the cache grow
+        when a later reader reads it again."""
         node = self.cache.get(node_id)
         if node is not None:
             return node
@@ -55,6 +92,8 @@ class NodeStore:
         so later lookups need not read it again."""
         if node_id not in self.cache:
             self.cache[node_id] = node
+            if self.dropped is not None:
+                self.prefilled.add(node_id)
             self._evict()
 
     def is_leaf(self, node_id):
@@ -106,6 +145,30 @@ class NodeStore:
                 if node_id in self.dirty:
                     self.journal.write(node_path(node_id), codec.encode(node))
                     self.dirty.discard(node_id)
+                if self.dropped is not None:
+                    self._note_dropped(node_id)
+
+    def _note_dropped(self, node_id):
+        """Remember (a bounded number of) ids dropped after being read on
+        demand; a prefilled node was not asked for, and says nothing."""
+        if node_id in self.prefilled:
+            self.prefilled.discard(node_id)
+            return
+        self.dropped[node_id] = True
+        for _ in self.dropped.overflow(self.cache_limit):
+            pass
+
+    def _count_read(self, node_id):
+        self.reads += 1
+        if self.dropped.pop(node_id, None) is None:
+            return
+        self.rereads += 1
+        if self.rereads >= max(REREADS_TO_GROW, self.reads // 4):
+            self.cache_size = min(2 * self.cache_size, self.cache_limit)
+            self.reads = self.rereads = 0
+            if self.cache_size == self.cache_limit:
+                self.dropped = None
+                self.prefilled = set()
 
     def flush(self):
         """Write all dirty nodes and refcount groups into the journal."""

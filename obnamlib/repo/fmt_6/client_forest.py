@@ -15,11 +15,14 @@ class ClientForest:
         self.dirname = str(client_id)
         self.rng = rng or random.SystemRandom()
         self.writable = allow_writes
-        cache = (forests.CLIENT_CACHE_NODES if allow_writes
-                 else forests.READER_CACHE_NODES)
+        if allow_writes:
+            cache, start = forests.CLIENT_CACHE_NODES, None
+        else:
+            cache, start = (forests.READER_CACHE_NODES,
+                            forests.READER_START_NODES)
         self.forest = forests.open_forest(fs, self.dirname,
                                           keys.CLIENT_KEY_SIZE, node_size,
-                                          allow_writes, cache)
+                                          allow_writes, cache, start)
         self.wrappers = {}        # id(tree) -> GenerationTree (trees live as long as the forest)
         self.gen_numbers = {}     # id(tree) -> generation id (or None)
         self.created = []         # generation ids created in this session

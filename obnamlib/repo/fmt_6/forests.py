@@ -4,27 +4,36 @@ from obnamlib import larch
 from obnamlib.vfs import base as vfs_base
 
 DEFAULT_NODE_SIZE = 262144
-# Nodes kept decoded in memory.  Our client trees are walked in file-id
-# order (ids count up within a run), so a writer needs few nodes; readers
-# may meet Obnam 1.x trees with random file ids, where a restore's lookups
-# scatter, so they keep more; dedup looks up random checksums, so the chunk
-# indexes keep up to larch's default.  A cache only fills as far as the
-# tree is big.
+# Nodes kept decoded in memory (a decoded 256 KiB node takes about twice
+# that).  Our client trees are walked in file-id order (ids count up
+# within a run), so a writer needs few nodes.  Readers may meet Obnam 1.x
+# trees with random file ids, where a restore's lookups scatter: they
+# start with READER_START_NODES and grow towards READER_CACHE_NODES only
+# when a node is read again after the cache dropped it
+# (larch.nodestore.NodeStore.grow_on_demand), so that a walk in key order
+# (fsck, restore, verify of our own trees) stays small.  Dedup looks up
+# random checksums, so the chunk indexes keep up to larch's default.  A
+# cache only fills as far as the tree is big.
 CLIENT_CACHE_NODES = 128
 READER_CACHE_NODES = 512
+READER_START_NODES = 32
 INDEX_CACHE_NODES = 1024
 
 
 def open_forest(fs, dirname, key_size, node_size, allow_writes,
-                cache_nodes=CLIENT_CACHE_NODES):
+                cache_nodes=CLIENT_CACHE_NODES, start_nodes=None):
     """A forest in `dirname` of the repository storage `fs` (a
-    RepositoryFS; tests may give any StorageFS)."""
+    RepositoryFS; tests may give any StorageFS).  start_nodes: keep that
+    many nodes at first, growing to cache_nodes on demand."""
     if allow_writes:
         fs = SyncBeforeCommit(vfs_base.as_storage(fs), dirname)
-    return larch.open_forest(dirname=dirname, key_size=key_size,
-                             node_size=node_size or DEFAULT_NODE_SIZE,
-                             allow_writes=allow_writes, vfs=fs,
-                             cache_size=cache_nodes)
+    forest = larch.open_forest(dirname=dirname, key_size=key_size,
+                               node_size=node_size or DEFAULT_NODE_SIZE,
+                               allow_writes=allow_writes, vfs=fs,
+                               cache_size=cache_nodes)
+    if start_nodes is not None:
+        forest.node_store.grow_on_demand(start_nodes)
+    return forest
 
 
 class SyncBeforeCommit(vfs_base.BasicStorage):

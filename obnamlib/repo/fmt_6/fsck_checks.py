@@ -210,16 +210,23 @@ class Fmt6Checker:
         A new generation is a copy-on-write clone: nodes it shares with
         the previous one are skipped unread, and the leaves that differ
         are compared entry by entry, so only what changed is checked
-        again.  Each tree's node ids are kept only until the next."""
+        again.  Each tree's node ids are kept only until the next.  The
+        file ids found with the paths are handed to the generation, so
+        that checking them looks nothing up by name: a name's slot is
+        anywhere in the tree, the rest of a file near its neighbours'."""
         tree = forest = None
         try:
-            tree = self.repo._generation(gen_id).tree
+            generation = self.repo._generation(gen_id)
+            tree = generation.tree
             forest = self.repo._open_client(client_name).forest
             previous = self._previous_root.get(client_name)
             if previous is None:
                 return None
             changed = _changed_entries(forest, previous, tree.root_id)
-            return sorted(self._paths_of(tree, changed))
+            found = self._paths_of(tree, changed)
+            for path, file_id in found.items():
+                generation.ids.setdefault(path, file_id)
+            return sorted(found)
         except Exception:   # damage: larch's check and the walk say what
             return None
         finally:
@@ -227,22 +234,23 @@ class Fmt6Checker:
                 self._previous_root[client_name] = tree.root_id
 
     def _paths_of(self, tree, entries):
-        paths = set()
+        """path -> file id of the files the entries belong to."""
+        paths = {}
         file_ids = set()
         for key, value in entries:
             prefix, main, subtype, subkey = keys.parse_tree_key(key)
             if prefix != keys.PREFIX_FS:
                 continue
             if subtype == keys.FILE_NAME:
-                paths.add(value)
+                paths[value] = subkey
             elif subtype == keys.DIR_CONTENTS:
                 file_ids.update((main, subkey))
             else:
                 file_ids.add(main)
-        for file_id in file_ids:
+        for file_id in sorted(file_ids):    # in key order
             path = tree.lookup(keys.file_key(file_id, keys.FILE_NAME,
                                              file_id))
-            paths.add(path)
+            paths.setdefault(path, file_id)
         return paths
 
     @reporting_damage
@@ -318,9 +326,9 @@ def _node_ids(store, root_id):
     has all its leaves at the same depth).  A node met twice is a loop
     (TreeLoops): a damaged tree must not make fsck spin."""
     depth = 0
-    node = store.get(root_id)
+    node = store.peek(root_id)
     while not node.is_leaf:
-        node = store.get(node.children[0])
+        node = store.peek(node.children[0])
         depth += 1
         if depth > larch_tree.MAX_DEPTH:
             raise larch_errors.TreeLoops(store.dirname, node.id)
@@ -329,7 +337,7 @@ def _node_ids(store, root_id):
     for _ in range(depth):
         children = []
         for node_id in level:
-            children.extend(store.get(node_id).children)
+            children.extend(store.peek(node_id).children)
         if not ids.isdisjoint(children) or len(set(children)) < len(children):
             raise larch_errors.TreeLoops(store.dirname, level[0])
         ids.update(children)
@@ -349,7 +357,7 @@ def _entries(store, root_id, skip):
         if node_id in seen:
             raise larch_errors.TreeLoops(store.dirname, node_id)
         seen.add(node_id)
-        node = store.get(node_id)
+        node = store.peek(node_id)
         if node.is_leaf:
             yield from zip(node.keys, node.values)
         else:

@@ -696,6 +696,28 @@ def test_later_generations_check_exactly_the_changed_paths(pristine):
         repo.close()
 
 
+def test_changed_paths_come_with_the_file_ids_a_name_lookup_finds(
+        pristine):
+    """Checking them then looks nothing up by name (a name's slot may be
+    anywhere in the tree)."""
+    from obnamlib.repo.fmt_6.client_tree import GenerationTree
+    from obnamlib.repo.fmt_6.fsck_checks import Fmt6Checker
+    repo = open_repo(pristine[0])
+    try:
+        checker = Fmt6Checker(repo)
+        client = CLIENTS[0]
+        first, second = repo.get_generation_ids(client)
+        checker.changed_paths(client, first)
+        changed = checker.changed_paths(client, second)
+        generation = repo._generation(second)
+        fresh = GenerationTree(generation.tree)
+        assert changed
+        for path in changed:
+            assert generation.ids[path] == fresh.file_id(path)
+    finally:
+        repo.close()
+
+
 def test_unchanged_files_are_not_looked_at_again(pristine, monkeypatch):
     repo, _ = pristine
     _, quick, _, _ = counted_check(repo)

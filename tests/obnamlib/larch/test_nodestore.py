@@ -78,3 +78,57 @@ def test_node_ids_on_disk_include_journal():
     store.put(leaf(9))
     store.flush()
     assert store.node_ids_on_disk() == [3, 9, 8192]
+
+
+def committed_store(count, cache_size, start):
+    """A store over `count` committed leaves (ids 1..count) whose cache
+    starts at `start` nodes and may grow to `cache_size`."""
+    vfs = larch.MemoryFS()
+    for node_id in range(1, count + 1):
+        vfs.write_file(node_path_of(node_id), codec.encode(leaf(node_id)))
+    store, _ = make_store(vfs, cache_size=cache_size, committed_last_id=count)
+    store.grow_on_demand(start)
+    return store
+
+
+def node_path_of(node_id):
+    from obnamlib.larch.idpath import node_path
+    return 'f/' + node_path(node_id)
+
+
+def test_a_cache_read_in_order_stays_at_its_start_size():
+    store = committed_store(200, cache_size=64, start=8)
+    for _ in range(3):
+        for node_id in range(1, 201):
+            assert store.get(node_id).id == node_id
+    assert store.cache_size == 8
+    assert len(store.cache) == 8
+
+
+def test_a_cache_whose_reads_scatter_grows_to_its_size():
+    import random
+    store = committed_store(100, cache_size=64, start=8)
+    rng = random.Random(1)
+    for _ in range(2000):
+        store.get(rng.randint(1, 100))
+    assert store.cache_size == 64
+    assert len(store.cache) == 64
+
+
+def test_nodes_read_by_a_scan_or_remembered_do_not_make_the_cache_grow():
+    store = committed_store(100, cache_size=64, start=8)
+    for node_id in range(1, 51):
+        store.peek(node_id)
+    for node_id in range(51, 101):
+        store.remember(node_id, codec.decode(
+            store.read_raw(node_id), 2, 'f', node_id))
+    for node_id in range(1, 101):
+        store.get(node_id)
+    assert store.cache_size == 8
+
+
+def test_a_store_without_grow_on_demand_keeps_its_size():
+    store = committed_store(100, cache_size=16, start=16)
+    for node_id in list(range(1, 101)) * 3:
+        store.get(node_id)
+    assert store.cache_size == 16 and store.dropped is None

@@ -75,3 +75,21 @@ def test_only_writing_forests_sync_before_their_commit_flag(tmp_path):
     reader = forests.open_forest(base, 'w', 8, 4096, allow_writes=False)
     assert isinstance(writer.vfs, forests.SyncBeforeCommit)
     assert reader.vfs is base
+
+
+def test_client_readers_start_small_and_may_grow_writers_do_not(tmp_path):
+    """A read-only client forest keeps few nodes until its reads show it
+    needs more (Obnam 1.x trees, random file ids); a writing one keeps
+    its fixed number."""
+    from obnamlib.repo.fmt_6 import forests
+    from obnamlib.repo.fmt_6.client_forest import ClientForest
+    base, repo = repository_with_client(tmp_path)
+    client_id = repo.get_client_id('c')
+    repo.close()
+    reader = ClientForest(base, client_id).forest.node_store
+    assert reader.cache_size == forests.READER_START_NODES
+    assert reader.cache_limit == forests.READER_CACHE_NODES
+    assert reader.dropped is not None
+    writer = ClientForest(base, client_id, allow_writes=True).forest
+    assert writer.node_store.cache_size == forests.CLIENT_CACHE_NODES
+    assert writer.node_store.dropped is None
