@@ -40,6 +40,7 @@ writer thread behind the walk measured slower on a quiet 2-core machine,
 the two threads taking turns at the GIL for every small file.
 """
 
+import collections
 import errno
 import os
 import stat
@@ -221,7 +222,7 @@ class Restorer:
         if not self._make_directory(top):
             return
         stack = [[top, top_md, self._children(top), 0]]
-        self.fetcher.walk = stack
+        self.fetcher.start(stack)
         while stack:
             level = stack[-1]
             path, md, names, index = level
@@ -242,13 +243,16 @@ class Restorer:
                     stack.append([child, child_md, self._children(child), 0])
             else:
                 self._restore_leaf(child, child_md)
-        self.fetcher.walk = None
+        self.fetcher.stop()
 
     def _refuse(self, dirname, name):
         self._failed(os.fsencode(stored_names.shown_path(dirname, name)),
                      self._unsafe(dirname, name))
 
     def _children(self, path):
+        peeked = self.fetcher.peeked_children(path)
+        if peeked is not None:
+            return peeked
         try:
             return list(self.repo.get_file_children(self.gen, path))
         except obnamlib.errors.ObnamError as e:
@@ -258,7 +262,7 @@ class Restorer:
     def _metadata(self, path):
         """The path's metadata; if it is unreadable, the failure is reported
         and a name with children still stands for a directory."""
-        peeked = self.fetcher.peeked_metadata(path)
+        peeked = self.fetcher.take(path)
         if peeked is not None:
             return peeked
         try:
@@ -391,12 +395,14 @@ class Restorer:
     def _write_file(self, path, md):
         """Fetch the content and write it in parts; a file whose fetch or
         write fails is removed again, so a damaged file never looks
-        restored."""
+        restored.  (A failure of the writing is not taken for one of the
+        fetch: a fatal one ends the run.)"""
         content = restore_writer.FileContent(self.fs, self.dest(path))
-        parts = self._parts(path, md)
+        chunks = self.fetcher.content(path, md)
+        pieces, size = [], 0
         while True:
             try:
-                pieces, last = next(parts)
+                data = next(chunks, None)
             except (obnamlib.errors.ObnamError, OSError) as e:
                 self._abandon(path, md, content, e)
                 return
@@ -404,24 +410,18 @@ class Restorer:
                 if not content.failed:
                     content.discard()
                 raise
-            if not content.failed:
-                self._write_part(path, md, content, pieces, last)
-            if last:
-                return
-
-    def _parts(self, path, md):
-        """The file's content as (pieces, last) of about PART_BYTES, each
-        piece counted as fetched."""
-        pieces, size = [], 0
-        for data in self.fetcher.content(path, md):
+            if data is None:
+                break
             self.stats.bytes += len(data)
             self.reporter.downloaded(len(data))
             pieces.append(data)
             size += len(data)
             if size >= restore_writer.PART_BYTES:
-                yield pieces, False
+                if not content.failed:
+                    self._write_part(path, md, content, pieces, False)
                 pieces, size = [], 0
-        yield pieces, True
+        if not content.failed:
+            self._write_part(path, md, content, pieces, True)
 
     def _write_part(self, path, md, content, pieces, last):
         """Write pieces; at the last part check the MD5 and set the
@@ -469,8 +469,15 @@ class Restorer:
 class _ContentFetcher:
     """Regular files' content in the restore's order, with prefetch hints:
     before fetching a chunk no hint named, the rest of the file and the
-    regular files the walk reaches next are announced.  Files looked at
-    ahead are remembered (peeked), so the walk does not ask twice."""
+    regular files the walk reaches next are announced.
+
+    Looking ahead goes on from where the last hint stopped (the cursor):
+    each name is looked at once, and what was found (metadata, chunk ids,
+    a directory's names) is kept for the walk, which takes it when it
+    gets there (take), so it does not ask the repository again.  Where
+    the walk goes elsewhere (a directory it could not make, a name that
+    could not be looked at), what it passed is dropped; where it finds
+    nothing kept, looking ahead starts again from the walk's place."""
 
     def __init__(self, repo, gen_id, will_link):
         """will_link(metadata): whether the restore links that file to an
@@ -480,68 +487,113 @@ class _ContentFetcher:
         self.will_link = will_link
         self.walk = None          # the restore walk's levels, while walking
         self.hinted = HintedContent(repo, gen_id, self._add_upcoming)
-        self.peeked = {}          # path -> (metadata, chunk ids) looked ahead
+        self._forget_ahead()
 
-    def peeked_metadata(self, path):
-        """The metadata of path if it was looked at ahead, else None."""
-        peeked = self.peeked.get(path)
-        return None if peeked is None else peeked[0]
+    def _forget_ahead(self):
+        self.ahead = {}           # path -> (metadata, chunk ids, names)
+        self.order = collections.deque()    # the paths in ahead, in order
+        self.cursor = None        # [[directory, names, index]], or at the walk
+        self.taken = (None, None)   # the path the walk took last, its entry
+
+    def start(self, walk):
+        """The walk's levels ([path, metadata, names, index], its place)."""
+        self.walk = walk
+        self._forget_ahead()
+
+    def stop(self):
+        self.walk = None
+        self._forget_ahead()
+
+    def take(self, path):
+        """The metadata of path, which the walk has reached, if it was
+        looked at ahead, else None."""
+        entry = self.ahead.pop(path, None)
+        if entry is None:
+            if self.order or self.cursor is not None:
+                self._forget_ahead()
+            self.taken = (None, None)
+            return None
+        order, ahead = self.order, self.ahead
+        passed = order.popleft()
+        while passed != path:
+            del ahead[passed]
+            passed = order.popleft()
+        self.taken = (path, entry)
+        return entry[0]
+
+    def peeked_children(self, path):
+        """The names in directory path if it was just taken, else None."""
+        taken, entry = self.taken
+        return entry[2] if taken == path else None
 
     def content(self, path, md):
-        """The file's content, piece by piece, announcing chunks ahead (a
-        peeked file's content is in chunks)."""
-        peeked = self.peeked.pop(path, None)
+        """The file's content, piece by piece, announcing chunks ahead."""
+        taken, entry = self.taken
         return self.hinted.content(
-            path, md, None if peeked is None else peeked[1])
+            path, md, entry[1] if taken == path else None)
 
     def _add_upcoming(self, window):
-        """Add the next regular files of the walk to a hint's window."""
-        peeked, self.peeked = self.peeked, {}
-        for sibling in self._upcoming_files(peeked):
-            if window.full():
-                break
-            md, ids = self.peeked[sibling]
-            window.add(ids, chunk_size_guess(md, ids))
+        """Add the next regular files of the walk to a hint's window: those
+        looked at already, then on from the cursor."""
+        ahead = self.ahead
+        for path in self.order:
+            md, ids, _ = ahead[path]
+            if ids:
+                if window.full():
+                    return
+                window.add(ids, chunk_size_guess(md, ids))
+        if self.cursor is None:
+            if self.walk is None:
+                return
+            self.cursor = [[path, names, index]
+                           for path, _, names, index in self.walk]
+        self._look_further(window)
 
-    def _upcoming_files(self, peeked):
-        """Paths of the regular files the walk reaches after the current
-        leaf, in its order (into directories, then back up), whose content
-        it will fetch, each peeked into self.peeked (taken from `peeked`
-        if there); at most READ_AHEAD_NAMES names are looked at."""
-        if self.walk is None:
-            return
-        pending = [(path, names, index)
-                   for path, _, names, index in self.walk]
+    def _look_further(self, window):
+        """Look at the names after the cursor, in the walk's order (into
+        directories, then back up), until the window is full; at most
+        READ_AHEAD_NAMES names."""
+        cursor, ahead, order = self.cursor, self.ahead, self.order
         looked_at = 0
-        while pending and looked_at < READ_AHEAD_NAMES:
-            directory, names, index = pending.pop()
+        while cursor and looked_at < READ_AHEAD_NAMES and not window.full():
+            level = cursor[-1]
+            directory, names, index = level
             if index == len(names):
+                cursor.pop()
                 continue
-            pending.append((directory, names, index + 1))
+            level[2] = index + 1
             if not stored_names.is_safe(names[index]):
                 continue        # refused when the restore gets there
             path = stored_names.child_path(directory, names[index])
             looked_at += 1
-            if path in peeked:
-                self.peeked[path] = peeked[path]
-                yield path
-                continue
-            try:
-                md = self.repo.get_metadata(self.gen, path)
-                if _is_directory(md):
-                    pending.append(
-                        (path, self.repo.get_file_children(self.gen, path), 0))
-                    continue
-                if not _fetches_content(md) or self.will_link(md):
-                    continue
-                if self.repo.get_file_data(self.gen, path) is not None:
-                    continue
-                ids = self.repo.get_file_chunk_ids(self.gen, path)
-            except obnamlib.errors.ObnamError as e:
-                obnamlib.errors.reraise_fatal(e)
+            if path in ahead:
+                continue        # a name listed twice (a damaged listing)
+            entry = self._look_at(path)
+            if entry is None:
                 continue        # reported when the restore gets there
-            self.peeked[path] = (md, ids)
-            yield path
+            ahead[path] = entry
+            order.append(path)
+            md, ids, children = entry
+            if children is not None:
+                cursor.append([path, children, 0])
+            elif ids:
+                window.add(ids, chunk_size_guess(md, ids))
+
+    def _look_at(self, path):
+        """(metadata, chunk ids of content to fetch or None, a directory's
+        names or None) of path, or None if something cannot be read."""
+        try:
+            md = self.repo.get_metadata(self.gen, path)
+            if _is_directory(md):
+                return md, None, list(
+                    self.repo.get_file_children(self.gen, path))
+            if (not _fetches_content(md) or self.will_link(md) or
+                    self.repo.get_file_data(self.gen, path) is not None):
+                return md, None, None
+            return md, self.repo.get_file_chunk_ids(self.gen, path), None
+        except obnamlib.errors.ObnamError as e:
+            obnamlib.errors.reraise_fatal(e)
+            return None
 
 
 def _link_key(md):

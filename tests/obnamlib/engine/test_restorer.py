@@ -1010,6 +1010,88 @@ def test_read_ahead_follows_the_walk_into_and_out_of_directories(world):
     assert [kind for kind, _ in events] == ['hint'] + ['read'] * 4
 
 
+def count_lookups(repo):
+    """{(method, path): calls} of the repository's per-path look-ups."""
+    calls = {}
+    for name in ('get_metadata', 'get_file_children', 'get_file_chunk_ids'):
+        def counted(gen, path, name=name, real=getattr(repo, name)):
+            calls[name, path] = calls.get((name, path), 0) + 1
+            return real(gen, path)
+        setattr(repo, name, counted)
+    return calls
+
+
+def test_each_name_is_looked_up_once(world, monkeypatch):
+    """Looking ahead goes on from where the last hint stopped, and the
+    walk takes what it found: no path's metadata, listing or chunk list
+    is asked for twice."""
+    tmp, live = world
+    for d in range(6):
+        (live / ('d%d' % d) / 'sub').mkdir(parents=True)
+        for i in range(12):
+            write(live / ('d%d' % d) / ('f%02d' % i), b'%d' % i * 3000)
+        write(live / ('d%d' % d) / 'sub' / 'x', b'x')
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    monkeypatch.setattr(obnamlib.engine.read_ahead, 'READ_AHEAD_CHUNKS', 8)
+    calls = count_lookups(repo)
+    r, rep = restorer(repo, gen, tmp / 'target')
+    r.restore()
+    assert rep.errors == []
+    assert facts(tmp / 'target' / str(live).lstrip('/')) == facts(live)
+    assert ('get_metadata', os.fsencode(live / 'd5' / 'sub' / 'x')) in calls
+    assert set(calls.values()) == {1}
+
+
+class TargetWithoutOneDirectory(obnamlib.vfs.local.LocalFS):
+    """A target where one directory cannot be made."""
+
+    def __init__(self, root, refused):
+        super().__init__(root)
+        self.refused = refused
+
+    def mkdir(self, path, *args, **kwargs):
+        if path.endswith(self.refused):
+            raise obnamlib.errors.ObnamSystemError(
+                filename=path, errno=errno.EACCES, strerror='refused')
+        return super().mkdir(path, *args, **kwargs)
+
+
+@pytest.mark.parametrize('window', [5, 12])
+def test_the_walk_passes_what_was_looked_at_below_a_directory_not_made(
+        world, monkeypatch, window):
+    """Looking ahead went into a directory the walk then could not make
+    (with 12 chunks a hint, on to the file after it): the files after it
+    are still restored and hinted, those in it never read."""
+    tmp, live = world
+    for name in ('a', 'b/x', 'b/y', 'c', 'd'):
+        (live / name).parent.mkdir(exist_ok=True)
+        write(live / name, name.encode() * 5000)
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    monkeypatch.setattr(obnamlib.engine.read_ahead, 'READ_AHEAD_CHUNKS',
+                        window)
+    events = record_hints_and_reads(repo)
+    rep = Collect()
+    target = tmp / 'target'
+    r = obnamlib.engine.restorer.Restorer(
+        repo, gen, TargetWithoutOneDirectory('/', b'/b'),
+        os.fsencode(str(target)), reporter=rep)
+    with pytest.raises(obnamlib.engine.restorer.RestoreErrors):
+        r.restore()
+    assert [line.split(': R')[0] for line in rep.errors] == [
+        'Failed to restore %s' % (live / 'b')]
+    restored = target / str(live).lstrip('/')
+    assert sorted(os.listdir(restored)) == ['a', 'c', 'd']
+    ids = {name: repo.get_file_chunk_ids(gen, os.fsencode(live / name))
+           for name in ('a', 'b/x', 'b/y', 'c', 'd')}
+    reads = [value for kind, value in events if kind == 'read']
+    assert reads == ids['a'] + ids['c'] + ids['d']
+    announced = {i for kind, value in events if kind == 'hint'
+                 for i in value}
+    assert set(reads) <= announced
+
+
 def test_hint_schedule_calls_for_the_next_hint_half_way():
     """Restore and verify share it: a chunk no hint named, or the middle
     of the last hint, calls for the next; a refill skips what the last
