@@ -11,7 +11,8 @@ from obnamlib.errors import LockFail, ObnamError
 from obnamlib.vfs.sftp import codec
 from obnamlib.vfs.sftp.codec import int64
 from obnamlib.vfs.sftp.errors import SftpConnectionLost, exists_error
-from obnamlib.vfs.sftp.limits import CHUNK, EXCL_ATTEMPTS, FIRST_READS
+from obnamlib.vfs.sftp.limits import (BATCH_FIRST_READS, CHUNK,
+                                      EXCL_ATTEMPTS, FIRST_READS)
 from obnamlib.vfs.sftp.streams import (Pieces, collect_reads, read_more,
                                        send_reads)
 from obnamlib.vfs.sftp.url import fs_path, join
@@ -52,11 +53,14 @@ class FilesMixin:
         return data
 
     def _read_handles(self, paths, handles):
-        """Every FSTAT and FIRST_READS READs in flight; then the rest of
+        """Every FSTAT and the first READs in flight (FIRST_READS for a
+        file alone, BATCH_FIRST_READS each for several); then the rest of
         every larger file, together.  (READs past the end cost the server
         a short EOF reply, but no round trip.)"""
+        first = (FIRST_READS if len(handles) == 1 else
+                 BATCH_FIRST_READS) * CHUNK
         sent = [(self._send(codec.CMD_FSTAT, handle),
-                 send_reads(self, handle, 0, FIRST_READS * CHUNK))
+                 send_reads(self, handle, 0, first))
                 for handle in handles]
         sizes, data = [], []
         for path, (fstat, reads) in zip(paths, sent):

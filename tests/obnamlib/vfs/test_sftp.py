@@ -1134,3 +1134,22 @@ def test_replies_spanning_many_reads_of_the_connection_are_whole(
     (remote_dir / 'big').write_bytes(data)
     assert fs.read_file('big') == data
 
+
+
+def test_a_batch_of_files_asks_one_read_each_before_knowing_sizes(
+        fs, remote_dir):
+    """A READ past a file's end costs a request and a reply on both
+    sides: a batch asks one READ per file with its FSTAT, and the rest
+    of the big files afterwards, together (one round trip more)."""
+    small = [b'%d' % i * 1000 for i in range(10)]
+    for i, data in enumerate(small):
+        fs.write_file('s/%d' % i, data)
+    mib = os.urandom(1024 * 1024 + 100)
+    fs.write_file('s/mib', mib)
+    paths = ['s/%d' % i for i in range(10)]
+    reads, trips = fs.requests['READ'], fs.round_trips
+    assert fs.read_files(paths) == small
+    assert (fs.requests['READ'] - reads, fs.round_trips - trips) == (10, 2)
+    reads, trips = fs.requests['READ'], fs.round_trips
+    assert fs.read_files(paths + ['s/mib']) == small + [mib]
+    assert (fs.requests['READ'] - reads, fs.round_trips - trips) == (15, 3)
