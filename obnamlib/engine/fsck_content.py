@@ -12,11 +12,19 @@ of chunk files in a few round trips.  A file whose chunk list and
 checksum were verified in this or the previous generation (an unchanged
 file, a copy) is not read again.  What is kept for the whole run are
 sets of ids, not per-file data.
+
+A file of several chunks is hashed twice: each chunk against the
+indexes, and the whole file.  With more than one core, the whole-file
+MD5 of a big chunk is computed in a worker thread while the main thread
+reads and hashes the next one (hashlib lets go of the GIL for big
+buffers); a file's chunks go to the worker in order, one at a time.
 """
 
 import collections
+import concurrent.futures
 import dataclasses
 import hashlib
+import os
 import struct
 
 from obnamlib import errors
@@ -33,6 +41,10 @@ SHARED_CHUNK_BYTES = 8 * 1024 * 1024
 # prefetch (256 chunks, 64 MiB).
 READ_AHEAD_CHUNKS = 128
 READ_AHEAD_BYTES = 32 * 1024 * 1024
+
+# Chunks at least this big are added to their file's MD5 in the worker
+# thread (smaller ones cost more in thread switches than they save).
+BACKGROUND_HASH_BYTES = 256 * 1024
 
 
 @dataclasses.dataclass(slots=True)
@@ -65,6 +77,20 @@ class ContentCheck:
         self.previous_lists = set()  # ... and in the generation before
         self.queued = []            # _QueuedFile, read at the next flush
         self.queued_ids = 0
+        self.hasher = None          # the whole-file MD5 worker, once needed
+
+    def close(self):
+        """Stop the worker thread, if one was started."""
+        if self.hasher is not None:
+            self.hasher.shutdown()
+            self.hasher = None
+
+    def _whole_file_hasher(self):
+        """The worker for whole-file MD5s, or None on one core."""
+        if self.hasher is None and len(os.sched_getaffinity(0)) > 1:
+            self.hasher = concurrent.futures.ThreadPoolExecutor(
+                1, thread_name_prefix='obnam-fsck-md5')
+        return self.hasher
 
     def next_generation(self):
         """Files verified in the generation just checked count as verified
@@ -135,7 +161,8 @@ class ContentCheck:
     def _chunk_contents(self, item, shared, ahead):
         """A _WholeFile of the chunks' contents in order (streamed, so a
         big file is never in memory), or None if a chunk is damaged."""
-        whole = _WholeFile()
+        whole = _WholeFile(hasher=(self._whole_file_hasher()
+                                   if len(item.chunk_ids) > 1 else None))
         for i, chunk_id in enumerate(item.chunk_ids):
             data, md5 = shared.take(chunk_id), None
             if data is None:
@@ -194,18 +221,23 @@ class ContentCheck:
             self.report('%s: content is %d bytes, metadata says %d'
                          % (shown, whole.size, st_size))
             ok = False
-        if md5 is not None and whole.md5.digest() != md5:
+        if md5 is not None and whole.digest() != md5:
             self.report('%s: whole-file checksum mismatch' % shown)
             ok = False
         return ok
 
 
 class _WholeFile:
-    """Size and MD5 of a file's content, fed one chunk at a time."""
+    """Size and MD5 of a file's content, fed one chunk at a time.
 
-    def __init__(self, data=b''):
+    hasher: an executor whose one thread adds big chunks to the MD5 (see
+    the module docstring); None: all are added here."""
+
+    def __init__(self, data=b'', hasher=None):
         self.md5 = hashlib.md5(data)
         self.size = len(data)
+        self.hasher = hasher
+        self.pending = None     # the worker's update, not waited for yet
 
     def update(self, data, md5=None):
         """md5: that of data alone, if known; for the first piece it is
@@ -213,8 +245,22 @@ class _WholeFile:
         if self.size == 0 and md5 is not None:
             self.md5 = md5.copy()
         else:
-            self.md5.update(data)
+            self._wait()
+            if self.hasher is not None and \
+                    len(data) >= BACKGROUND_HASH_BYTES:
+                self.pending = self.hasher.submit(self.md5.update, data)
+            else:
+                self.md5.update(data)
         self.size += len(data)
+
+    def digest(self):
+        self._wait()
+        return self.md5.digest()
+
+    def _wait(self):
+        if self.pending is not None:
+            pending, self.pending = self.pending, None
+            pending.result()
 
 
 class _ReadAhead:

@@ -142,6 +142,7 @@ class Fsck:
                 self.used, remove_unused=self.options.rm_unused and complete,
                 report_unused=self.options.checks_everything() and complete))
         finally:
+            self.content.close()
             self.checker.unlock()
         return self.problems
 

@@ -13,6 +13,7 @@ the fault is injected into the copy; then:
 """
 
 import collections
+import concurrent.futures
 import contextlib
 import hashlib
 import os
@@ -767,3 +768,59 @@ def test_fsck_says_it_will_read_chunks_unless_told_to_ignore_them(
     finally:
         repo.close()
     assert said == expected
+
+
+# --- whole-file MD5s in a worker thread ---------------------------------------
+
+def test_whole_file_md5_through_the_worker_is_the_serial_one(monkeypatch):
+    monkeypatch.setattr(fsck_content, 'BACKGROUND_HASH_BYTES', 100)
+    rng = random.Random(3)
+    pieces = [bytes(rng.getrandbits(8) for _ in range(size))
+              for size in (300, 50, 1000, 100, 99, 400)]
+    with concurrent.futures.ThreadPoolExecutor(1) as hasher:
+        whole = fsck_content._WholeFile(hasher=hasher)
+        for data in pieces:
+            whole.update(data, hashlib.md5(data))
+        assert whole.digest() == hashlib.md5(b''.join(pieces)).digest()
+        assert whole.size == sum(map(len, pieces))
+
+
+def test_damage_is_found_with_the_worker_hashing_every_chunk(
+        pristine, monkeypatch):
+    monkeypatch.setattr(fsck_content, 'BACKGROUND_HASH_BYTES', 0)
+    repo, expected = pristine
+    started = []
+    real_executor = concurrent.futures.ThreadPoolExecutor
+
+    def executor(*args, **kwargs):
+        started.append(kwargs.get('thread_name_prefix'))
+        return real_executor(*args, **kwargs)
+
+    monkeypatch.setattr(fsck_content.concurrent.futures,
+                        'ThreadPoolExecutor', executor)
+    monkeypatch.setattr(fsck_content.os, 'sched_getaffinity',
+                        lambda pid: {0, 1})
+    assert check(repo) == []
+    assert started == ['obnam-fsck-md5']
+    cases = [case for case in file_fault_cases(str(repo))
+             if case[1].startswith('chunks/')]
+    for op, rel, other in cases:
+        with injected(str(repo), op, rel, other):
+            report = check(repo)
+            assert report, 'fsck missed %s of %s' % (op.__name__, rel)
+            assert_chunk_users_named(repo, rel, report)
+
+
+def test_on_one_core_no_worker_is_started(pristine, monkeypatch):
+    monkeypatch.setattr(fsck_content, 'BACKGROUND_HASH_BYTES', 0)
+    monkeypatch.setattr(fsck_content.os, 'sched_getaffinity',
+                        lambda pid: {0})
+
+    def refuse(*args, **kwargs):
+        raise AssertionError('a worker thread on one core')
+
+    monkeypatch.setattr(fsck_content.concurrent.futures,
+                        'ThreadPoolExecutor', refuse)
+    repo, _ = pristine
+    problems, stats, _, _ = counted_check(repo)
+    assert problems == [] and stats.chunks > 0
