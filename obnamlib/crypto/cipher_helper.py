@@ -5,6 +5,7 @@ repository root, in the order asked.  It imports as little as it needs:
 it boots while the parent works."""
 
 import collections
+import concurrent.futures
 import logging
 import mmap
 import os
@@ -18,6 +19,8 @@ from obnamlib.crypto.tag_chain import seal, unwrap
 
 # Bytes of requests the helper reads ahead of its work, at most (_Inbox).
 INBOX_BYTES = 8 << 20
+# Files given to the creators (_creators) and not yet created, at most.
+CREATES_WAITING = 64
 
 
 def serve(root, requests_fd, replies_fd, ring_fd=None):
@@ -56,13 +59,15 @@ def _serve(root, requests, replies, ring_fd):
             pass        # replies go through the pipe (the parent reads both)
         finally:
             os.close(int(ring_fd))
-    server = _Server(vfs_local.LocalFS(root), openpgp.SymmetricCipher(),
-                     replies, ring)
+    fs = vfs_local.LocalFS(root)
+    server = _Server(fs, openpgp.SymmetricCipher(), replies, ring,
+                     creators=_creators(fs))
     inbox = _Inbox(requests, ring=ring)
     replies.send(('ready',))    # booted: the parent may leave work to us
     while True:
         request, parts = inbox.get()
         if request[0] == 'stop':
+            server.finish_creates()
             return
         if request[0] == 'create':
             server.create(request[1], request[2], parts)
@@ -152,13 +157,28 @@ def described_error(error):
     return ('other', None, str(error), None)
 
 
+def _creators(fs):
+    """Threads to seal and create files with, where each create is a
+    round trip to a server (a repository on NFS, SMB, GlusterFS: see
+    obnamlib.vfs.mounts); None on a local disk, where one at a time in
+    this thread is fastest."""
+    from obnamlib.vfs import base, local
+    if base.CREATES_IN_PARALLEL not in fs.capabilities:
+        return None
+    return concurrent.futures.ThreadPoolExecutor(
+        local.CREATES_IN_FLIGHT, thread_name_prefix='creates')
+
+
 class _Server:
 
-    def __init__(self, fs, cipher, replies, ring=None):
+    def __init__(self, fs, cipher, replies, ring=None, creators=None):
         self.fs = fs
         self.cipher = cipher
         self.replies = replies
         self.ring = ring
+        self.creators = creators
+        self.creating = collections.deque()     # creators' futures
+        self.lock = threading.Lock()            # failures, replies
         self.passphrases = {}
         self.failures = []
 
@@ -166,20 +186,43 @@ class _Server:
         self.passphrases[key_id] = passphrase
 
     def create(self, path, key_id, parts):
+        """Seal and create now, or leave it to the creators (a bounded
+        number of files waiting: the parent's data is kept until then)."""
+        if self.creators is None:
+            self._create(path, key_id, parts)
+            return
+        while len(self.creating) >= CREATES_WAITING:
+            self.creating.popleft().result()
+        self.creating.append(
+            self.creators.submit(self._create, path, key_id, parts))
+
+    def _create(self, path, key_id, parts):
         try:
             if key_id is None:
                 data = b''.join(parts)
-            else:
+            else:   # each thread seals into a scratch buffer of its own
                 data = seal(self.cipher, parts, self.passphrases[key_id])
             self.fs.create_file(path, data)
         except Exception as e:
-            if not self.failures:
-                self.replies.send(('failed',))
-            self.failures.append((path, described_error(e)))
+            with self.lock:
+                if not self.failures:
+                    self.replies.send(('failed',))
+                self.failures.append((path, described_error(e)))
+
+    def _reply(self, message, parts=()):
+        """Send a reply; creators may be sending one at the same time."""
+        with self.lock:
+            self.replies.send(message, parts)
+
+    def finish_creates(self):
+        while self.creating:
+            self.creating.popleft().result()
 
     def sync(self):
-        self.replies.send(('synced', self.failures))
-        self.failures = []
+        self.finish_creates()
+        with self.lock:
+            self.replies.send(('synced', self.failures))
+            self.failures = []
 
     def read(self, wanted):
         for path, key_id in wanted:
@@ -193,10 +236,10 @@ class _Server:
                 lambda data: self.cipher.decrypt_in_scratch(data, passphrase),
                 filename=path, copy=False)
         except Exception:
-            self.replies.send(('read', path, None))
+            self._reply(('read', path, None))
             return
         if self.ring is not None and self.ring.fits(len(data)):
             where = self.ring.put(data)
-            self.replies.send(('read', path, len(stored)) + where)
+            self._reply(('read', path, len(stored)) + where)
         else:
-            self.replies.send(('read', path, len(stored)), [data])
+            self._reply(('read', path, len(stored)), [data])

@@ -127,12 +127,14 @@ class LocalFile:
         self.close()
 
 
-# Operations in flight at once on a network or FUSE filesystem (reads of
-# read_files; chunk files created by fmt_6.chunk_writer's threads).
+# Reads in flight at once on a network or FUSE filesystem (read_files).
 # Measured on a replica-3 GlusterFS volume on 127.0.0.1 (8 KiB files):
-# 1 -> 4 -> 16 threads, reads 646 -> 1136 -> 777 files/s, creates in 64
-# directories 75 -> 158 (16) -> 200 (64) files/s.
+# 1 -> 4 -> 16 threads, 646 -> 1136 -> 777 files/s.
 IN_FLIGHT = 8
+# Chunk files created at once there (fmt_6.chunk_writer, or the cipher
+# helper for an encrypted repository): creates in 64 directories went 75
+# -> 158 files/s with 16 threads (200 with 64).
+CREATES_IN_FLIGHT = 16
 
 # Files advise_reads keeps open for the read_file calls that follow.
 ADVISED_FILES = 64

@@ -20,6 +20,7 @@ import collections
 import random
 
 from obnamlib import errors
+from obnamlib.vfs import local as vfs_local
 from obnamlib.repo.fmt_6.chunk_writer import (
     BatchChunkWriter, ChunkWriter, ProcessChunkWriter)
 from obnamlib.repo.fmt_6.keys import MAX_ID
@@ -68,11 +69,9 @@ def parse_chunk_name(name):
 
 
 # A network or FUSE filesystem (CREATES_IN_PARALLEL): threads creating
-# chunk files at once, and files waiting for them at most.  On a replica-3
-# GlusterFS volume on 127.0.0.1, creates in 64 directories went 75 -> 158
-# files/s with 16 threads (200 with 64).
-PARALLEL_CREATES = 16
-PARALLEL_DEPTH = 64
+# chunk files at once, and files waiting for them at most.
+PARALLEL_CREATES = vfs_local.CREATES_IN_FLIGHT
+PARALLEL_DEPTH = 4 * PARALLEL_CREATES
 
 
 def _background_writer(fs):

@@ -87,3 +87,55 @@ def test_the_end_of_requests_stops_the_ring(inbox_with_ring):
     parent.close()      # end of input: the same
     assert inbox.get() == (('stop',), [])
     assert ring.stopping
+
+
+def network_fs(tmp_path):
+    """A LocalFS that believes tmp_path is on NFS."""
+    from obnamlib.vfs import local
+    table = tmp_path.parent / (tmp_path.name + '.mountinfo')
+    table.write_text('20 1 0:1 / / rw - ext4 /dev/sda1 rw\n'
+                     '21 20 0:2 / %s rw - nfs4 server:/x rw\n' % tmp_path)
+    return local.LocalFS(str(tmp_path), mountinfo=str(table))
+
+
+def test_a_local_disk_creates_in_the_helpers_thread(tmp_path):
+    from obnamlib.vfs import local
+    table = tmp_path.parent / (tmp_path.name + '.mountinfo')
+    table.write_text('20 1 0:1 / / rw - ext4 /dev/sda1 rw\n')
+    fs = local.LocalFS(str(tmp_path), mountinfo=str(table))
+    assert cipher_helper._creators(fs) is None
+
+
+@pytest.mark.timeout(60)
+def test_on_a_network_mount_the_helper_creates_files_together(tmp_path):
+    fs = network_fs(tmp_path)
+    creators = cipher_helper._creators(fs)
+    assert creators is not None
+    together = threading.Barrier(4, timeout=20)
+    create_file = fs.create_file
+
+    def create_when_four_are_creating(path, data):
+        if data != b'again':
+            together.wait()     # broken (a failure) if one at a time
+        create_file(path, data)
+    fs.create_file = create_when_four_are_creating
+    read_end, write_end = os.pipe()
+    replies = Channel(read_end)
+    server = cipher_helper._Server(fs, None, Channel(write_end),
+                                   creators=creators)
+    try:
+        for i in range(8):
+            server.create('f%d' % i, None, [b'part ', b'%d' % i])
+        server.create('f0', None, [b'again'])      # the name is taken
+        server.sync()
+        assert replies.recv() == ('failed',)
+        synced = replies.recv()
+        assert synced[0] == 'synced'
+        assert [path for path, _ in synced[1]] == ['f0']
+        assert synced[1][0][1][:2] == ('os', 17)    # EEXIST
+    finally:
+        creators.shutdown()
+        os.close(read_end)
+        os.close(write_end)
+    assert [(tmp_path / ('f%d' % i)).read_bytes() for i in range(8)] == \
+        [b'part %d' % i for i in range(8)]
