@@ -38,6 +38,8 @@ def test_larch_damage_in_the_index_checks_is_repository_corrupt(checker,
                                                                  monkeypatch):
     monkeypatch.setattr(checker, 'chunk_ids_on_disk', lambda: {1})
     monkeypatch.setattr(checker, 'expected_checksum', damaged)
+    # The streams break off at once: every chunk is looked up.
+    monkeypatch.setattr(checker.repo.indexes, '_readers', damaged)
     with pytest.raises(errors.RepositoryCorrupt):
         checker.check_chunk_indexes({restore_helpers.CLIENT: {1}})
 
