@@ -390,15 +390,34 @@ class ChunkStore:
         if self.background is not None:
             self.background.wait()
         if chunk_ids is None:
-            paths = dict((chunk_id, path) for chunk_id, path in self._walk())
-        else:
-            paths = {chunk_id: idpath(chunk_id) for chunk_id in chunk_ids}
+            return self._all_sizes()
+        paths = {chunk_id: idpath(chunk_id) for chunk_id in chunk_ids}
         found = self._sizes_at(paths)
-        if chunk_ids is not None:
-            elsewhere = {chunk_id: self._find_elsewhere(chunk_id)
-                         for chunk_id in set(paths) - set(found)}
-            found.update(self._sizes_at(
-                {c: p for c, p in elsewhere.items() if p is not None}))
+        elsewhere = {chunk_id: self._find_elsewhere(chunk_id)
+                     for chunk_id in set(paths) - set(found)}
+        found.update(self._sizes_at(
+            {c: p for c, p in elsewhere.items() if p is not None}))
+        return found
+
+    def _all_sizes(self):
+        """sizes() of every chunk: the walk stops above the bottom
+        directories, which are then listed once each, with sizes."""
+        bottom, strays = [], {}
+        for chunk_id, path in self._walk(bottom):
+            strays[chunk_id] = path
+        found = {}
+        for start in range(0, len(bottom), SIZE_LISTINGS):
+            batch = bottom[start:start + SIZE_LISTINGS]
+            for listing in self.fs.file_sizes(batch):
+                if isinstance(listing, FileNotFoundError):
+                    continue
+                if isinstance(listing, Exception):
+                    raise listing
+                for name, size in listing.items():
+                    chunk_id = parse_chunk_name(name)
+                    if chunk_id is not None:
+                        found[chunk_id] = size
+        found.update(self._sizes_at(strays))
         return found
 
     def _sizes_at(self, paths):
@@ -429,14 +448,19 @@ class ChunkStore:
             self.background.wait()
         return [chunk_id for chunk_id, _ in self._walk()]
 
-    def _walk(self):
+    def _walk(self, bottom=None):
         """(id, path) of every chunk file.  At the default depth we trust the
-        layout and ask isdir only elsewhere (a round trip on SFTP)."""
+        layout and ask isdir only elsewhere (a round trip on SFTP).  If
+        `bottom` is a list, the directories at the default depth are put
+        in it instead of being listed."""
         if not self.fs.isdir(TOPLEVEL):
             return
         pending = [(TOPLEVEL, 0)]
         while pending:
             dirname, depth = pending.pop()
+            if depth == IDPATH_DEPTH and bottom is not None:
+                bottom.append(dirname)
+                continue
             for name in self.fs.listdir(dirname):
                 path = dirname + '/' + name
                 chunk_id = parse_chunk_name(name)

@@ -62,3 +62,27 @@ def test_forget_leftovers_are_found_without_locks(tmp_path):
     assert repo.find_forget_leftovers(leftovers.CLIENT) == ([], lost)
     assert {p: os.path.getmtime(p)
             for p in (path / 'chunks').rglob('*')} == before
+
+
+def test_all_sizes_list_each_bottom_directory_once(tmp_path):
+    """Over SFTP every listing is a round trip or more: the walk stops
+    above the bottom directories, which are listed once, with sizes."""
+    fs = local_repo_fs(tmp_path)
+    store = ChunkStore(fs, rng=FixedStarts(0x5000, 0x9000000))
+    ids = [store.put(b'%d' % i) for i in range(3)]
+    store.next_id = None
+    ids.append(store.put(b'other directory'))
+    fs.write_file('chunks/elsewhere/abc', b'a stray')
+    listed = []
+    for name in ('listdir', 'file_sizes'):
+        def counted(arg, real=getattr(fs.base, name), name=name):
+            listed.append((name, arg))
+            return real(arg)
+        setattr(fs.base, name, counted)
+    expected = {c: file_size(tmp_path, c) for c in ids}
+    expected[0xabc] = os.path.getsize(tmp_path / 'chunks/elsewhere/abc')
+    assert ChunkStore(fs).sizes() == expected
+    bottoms = sorted(os.path.dirname(idpath(c)) for c in (ids[0], ids[3]))
+    listed_dirs = [d for name, arg in listed
+                   for d in ([arg] if name == 'listdir' else arg)]
+    assert sorted(d for d in listed_dirs if d in bottoms) == bottoms
