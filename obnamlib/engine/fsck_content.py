@@ -78,6 +78,7 @@ class ContentCheck:
         self.queued = []            # _QueuedFile, read at the next flush
         self.queued_ids = 0
         self.hasher = None          # the whole-file MD5 worker, once needed
+        self.on_disk = None         # chunk ids of the chunk files
 
     def close(self):
         """Stop the worker thread, if one was started."""
@@ -99,9 +100,12 @@ class ContentCheck:
         self.verified_lists = set()
 
     def chunk_ids_on_disk(self):
-        on_disk = self.checker.chunk_ids_on_disk()
-        self.stats.chunks_total = len(on_disk)
-        return on_disk
+        """The checker's set, asked for once (every file needs it, and the
+        walk removes no chunk)."""
+        if self.on_disk is None:
+            self.on_disk = self.checker.chunk_ids_on_disk()
+            self.stats.chunks_total = len(self.on_disk)
+        return self.on_disk
 
     def check_in_tree(self, shown, metadata, data):
         """A file whose content is stored in its generation's tree."""
