@@ -25,6 +25,7 @@ import stat as stat_module
 import obnamlib.errors
 import obnamlib.engine.live_metadata
 from obnamlib.engine import stored_names
+from obnamlib.engine.listing import local_time
 from obnamlib.engine.read_ahead import (READ_AHEAD_NAMES, HintedContent,
                                         chunk_size_guess)
 
@@ -247,7 +248,9 @@ def _compare_with_live(f, chunks, digest):
 
 def metadata_difference(backup, live):
     """'metadata change: FIELD (BACKUP vs LIVE)' for the first differing
-    compared field, or None."""
+    compared field, or None.  Values as Obnam 1.x showed them, except
+    the modification time: a local time as ls and generations show it,
+    not seconds since the epoch."""
     for field in COMPARED_FIELDS:
         old = getattr(backup, field)
         new = getattr(live, field)
@@ -257,8 +260,9 @@ def metadata_difference(backup, live):
         elif field in _NAMES and new is None:
             continue    # the live side cannot tell (SFTP lstat has no names)
         if old != new:
+            shown = local_time if field == 'st_mtime_sec' else _py2_repr
             return 'metadata change: %s (%s vs %s)' % (
-                field, _py2_repr(old), _py2_repr(new))
+                field, shown(old), shown(new))
     return None
 
 

@@ -5,7 +5,6 @@ and the paths, and reports failures where Obnam 1.x did: on stdout, or on
 stderr with --quiet; success is one line on stdout.
 """
 
-import re
 import time
 
 import obnamlib.errors
@@ -13,12 +12,6 @@ import obnamlib.engine.verifier
 import obnamlib.cli.settings
 from obnamlib.cli import plugin
 from obnamlib.cli.live_fs import open_live_fs
-from obnamlib.engine.listing import local_time
-
-# The verifier's words for a changed modification time, in seconds since
-# the epoch (Obnam 1.x printed those); shown as local times instead.
-MTIME_CHANGE = re.compile(r'(metadata change: st_mtime_sec) '
-                          r'\((-?\d+) vs (-?\d+)\)$')
 
 
 class WrongNumberOfGenerationsForVerify(obnamlib.errors.ObnamError):
@@ -66,20 +59,11 @@ class VerifyPlugin(plugin.ObnamPlugin):
             self.app.ui.stdout.write('Verify did not find problems.\n')
 
     def _report(self, failure):
-        text = 'verify failure: %s' % readable_times(failure.first_line())
+        text = 'verify failure: %s' % failure.first_line()
         if self.app.settings['quiet']:
             self.app.ui.error(text)
         else:
             self.app.ui.notify(text)
-
-
-def readable_times(line):
-    """`... st_mtime_sec (2015-10-27 20:21:30 +0200 vs 1970-01-01 02:00:01
-    +0200)`, as ls and generations show times, for `(1445970090 vs 1)`."""
-    return MTIME_CHANGE.sub(
-        lambda m: '%s (%s vs %s)' % (m.group(1), local_time(int(m.group(2))),
-                                     local_time(int(m.group(3)))),
-        line)
 
 
 class VerifyDisplay:

@@ -3,12 +3,15 @@
 import hashlib
 import os
 import random
+import time
 
 import pytest
 
 import obnamlib.errors
 
 from obnamlib.engine import backup_engine, verifier
+from obnamlib.engine.listing import local_time
+from obnamlib.repo.metadata import Metadata
 from obnamlib.cli import backup_progress
 from tests.obnamlib.backup_helpers import FatalTestError, live_fs, open_repository
 
@@ -60,7 +63,24 @@ def test_mtime_change_is_reported_with_both_values(tmp_path):
     os.utime(live / 'sub' / 'g', ns=(1, 1 * 10 ** 9 + old % 10 ** 9))
     failures, _ = verify(tmp_path, [live])
     assert failures == ['RDF30DX: %s/sub/g: metadata change: st_mtime_sec '
-                        '(%d vs 1)' % (live, old // 10 ** 9)]
+                        '(%s vs %s)' % (live, local_time(old // 10 ** 9),
+                                        local_time(1))]
+
+
+def test_mtime_change_shows_local_times_as_ls_does(monkeypatch):
+    monkeypatch.setenv('TZ', 'Europe/Helsinki')
+    time.tzset()
+    try:
+        assert verifier.metadata_difference(
+            Metadata(st_mtime_sec=1445970090), Metadata(st_mtime_sec=1)) == (
+            'metadata change: st_mtime_sec '
+            '(2015-10-27 20:21:30 +0200 vs 1970-01-01 02:00:01 +0200)')
+        assert verifier.metadata_difference(
+            Metadata(st_mtime_nsec=1), Metadata(st_mtime_nsec=2)) == \
+            'metadata change: st_mtime_nsec (1 vs 2)'
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 def test_appended_byte_with_same_mtime_is_more_data_at_end(tmp_path):

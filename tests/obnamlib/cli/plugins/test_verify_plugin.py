@@ -1,11 +1,9 @@
 """`obnam verify` (cli.md §5.9, §9): output channels and exit codes."""
 
 import os
-import time
 
 import pytest
 
-from obnamlib.cli.plugins import verify_plugin
 from obnamlib.engine.listing import local_time
 from tests.obnamlib.cli.plugins.test_backup_plugin import obnam, repo_arg
 
@@ -37,22 +35,6 @@ def test_mtime_change_fails_on_stderr_when_quiet(tmp_path, backed_up):
         'verify failure: RDF30DX: %s/f: metadata change: st_mtime_sec '
         '(%s vs %s)\n' % (backed_up, local_time(old // 10 ** 9),
                           local_time(1)))
-
-
-def test_times_are_local_times_as_other_commands_show_them(monkeypatch):
-    monkeypatch.setenv('TZ', 'Europe/Helsinki')
-    time.tzset()
-    try:
-        assert verify_plugin.readable_times(
-            'RDF30DX: /a (1 vs 2): metadata change: st_mtime_sec '
-            '(1445970090 vs 1)') == (
-            'RDF30DX: /a (1 vs 2): metadata change: st_mtime_sec '
-            '(2015-10-27 20:21:30 +0200 vs 1970-01-01 02:00:01 +0200)')
-        other = 'RDF30DX: /a: metadata change: st_mtime_nsec (1 vs 2)'
-        assert verify_plugin.readable_times(other) == other
-    finally:
-        monkeypatch.undo()
-        time.tzset()
 
 
 def test_failure_on_stdout_when_not_quiet(tmp_path, backed_up):
