@@ -16,6 +16,7 @@ Reading: `prefetch(ids)` reads chunk files together when the storage reads
 in batches (SFTP) into a bounded cache that `get` looks in first.
 """
 
+import bisect
 import collections
 import random
 
@@ -193,15 +194,26 @@ class ChunkStore:
         if self.journal is not None and not self.journal.covers(chunk_id):
             self.journal.reserve(chunk_id)
 
-    def ids_in_range(self, first, last):
-        """The ids first..last that have a chunk file at the default
-        idpath: one listing per chunk directory the range touches, or a
-        walk of them all for a range wider than RANGE_LISTINGS blocks (a
-        damaged journal may name any range: listing 2^51 directories
-        would never end)."""
-        if (last >> IDPATH_SKIP) - (first >> IDPATH_SKIP) >= RANGE_LISTINGS:
-            return sorted(chunk_id for chunk_id in self.ids()
-                          if first <= chunk_id <= last)
+    def ids_in_ranges(self, ranges):
+        """Per (first, last) of ranges, the ids first..last that have a
+        chunk file at the default idpath: one listing per chunk directory
+        a range touches, or for a range wider than RANGE_LISTINGS blocks
+        (a damaged journal may name any range: listing 2^51 directories
+        would never end) the ids of one walk of them all, made once."""
+        walked = None
+        found = []
+        for first, last in ranges:
+            if (last >> IDPATH_SKIP) - (first >> IDPATH_SKIP) < \
+                    RANGE_LISTINGS:
+                found.append(self._listed_range(first, last))
+                continue
+            if walked is None:
+                walked = sorted(self.ids())
+            found.append(walked[bisect.bisect_left(walked, first):
+                                bisect.bisect_right(walked, last)])
+        return found
+
+    def _listed_range(self, first, last):
         found = []
         block = first
         while block <= last:

@@ -41,8 +41,8 @@ def find(chunks, indexes, journal, forest, used_elsewhere):
     newer = [forest.generation(number) for number in numbers
              if number > since]
     unused, used = [], []
-    for first, last in ranges:
-        for chunk_id in chunks.ids_in_range(first, last):
+    for chunk_ids in chunks.ids_in_ranges(ranges):
+        for chunk_id in chunk_ids:
             if claimed(indexes, chunk_id, used_elsewhere):
                 continue
             if any(gen.uses_chunk(chunk_id) for gen in newer):

@@ -356,3 +356,20 @@ def test_a_local_disk_keeps_one_writer(tmp_path):
     store = ChunkStore(local_repo_fs(tmp_path))
     store.write_behind(True)
     assert store.background.workers == 1
+
+
+def test_ids_in_ranges_walks_the_store_once_for_all_wide_ranges(
+        tmp_path, monkeypatch):
+    store = ChunkStore(local_repo_fs(tmp_path),
+                       rng=FixedStarts(0x5000, 0x9000000))
+    low = [store.put(b'%d' % i) for i in range(3)]
+    store.next_id = None
+    high = [store.put(b'high')]
+    walks = []
+    ids = store.ids
+    monkeypatch.setattr(store, 'ids', lambda: walks.append(1) or ids())
+    everything = (0, 2 ** 64 - 1)
+    assert store.ids_in_ranges([everything, (0x5001, 0x5002), everything,
+                                (0x5000, 2 ** 63)]) == [
+        low + high, low[1:], low + high, low + high]
+    assert len(walks) == 1
