@@ -10,6 +10,7 @@ import pytest
 
 from obnamlib.crypto import cipher_helper, reply_ring
 from obnamlib.crypto.frame_pipe import Channel
+from tests.obnamlib.mount_tables import local_fs_on
 
 
 class ParentEnd(Channel):
@@ -89,26 +90,13 @@ def test_the_end_of_requests_stops_the_ring(inbox_with_ring):
     assert ring.stopping
 
 
-def network_fs(tmp_path):
-    """A LocalFS that believes tmp_path is on NFS."""
-    from obnamlib.vfs import local
-    table = tmp_path.parent / (tmp_path.name + '.mountinfo')
-    table.write_text('20 1 0:1 / / rw - ext4 /dev/sda1 rw\n'
-                     '21 20 0:2 / %s rw - nfs4 server:/x rw\n' % tmp_path)
-    return local.LocalFS(str(tmp_path), mountinfo=str(table))
-
-
 def test_a_local_disk_creates_in_the_helpers_thread(tmp_path):
-    from obnamlib.vfs import local
-    table = tmp_path.parent / (tmp_path.name + '.mountinfo')
-    table.write_text('20 1 0:1 / / rw - ext4 /dev/sda1 rw\n')
-    fs = local.LocalFS(str(tmp_path), mountinfo=str(table))
-    assert cipher_helper._creators(fs) is None
+    assert cipher_helper._creators(local_fs_on(tmp_path, 'ext4')) is None
 
 
 @pytest.mark.timeout(60)
 def test_on_a_network_mount_the_helper_creates_files_together(tmp_path):
-    fs = network_fs(tmp_path)
+    fs = local_fs_on(tmp_path, 'nfs4')
     creators = cipher_helper._creators(fs)
     assert creators is not None
     together = threading.Barrier(4, timeout=20)

@@ -1,5 +1,4 @@
 import os
-import pathlib
 import threading
 
 import pytest
@@ -8,6 +7,7 @@ import obnamlib.errors
 import obnamlib.vfs.base
 import obnamlib.vfs.factory
 import obnamlib.vfs.local
+from tests.obnamlib.mount_tables import local_fs_on
 from tests.obnamlib.restore_helpers import new_repository
 from tests.obnamlib.vfs_conformance import VfsConformance
 
@@ -215,30 +215,17 @@ def test_read_file_of_a_directory_names_it(tmp_path):
     assert info.value.filename == str(tmp_path / 'd')
 
 
-def network_mount_table(tmp_path, fstype='nfs4'):
-    """A mount table (beside tmp_path) putting tmp_path on a network
-    filesystem."""
-    path = tmp_path.parent / (tmp_path.name + '.mountinfo')
-    path.write_text('20 1 0:1 / / rw - ext4 /dev/sda1 rw\n'
-                    '21 20 0:2 / %s rw - %s server:/x rw\n'
-                    % (tmp_path, fstype))
-    return str(path)
-
-
 class TestLocalFSOnANetworkMountConformance(VfsConformance):
     """Everything holds with reads and creates in flight together."""
 
     def make_vfs(self, root):
-        fs = obnamlib.vfs.local.LocalFS(
-            root, mountinfo=network_mount_table(pathlib.Path(root)))
+        fs = local_fs_on(root)
         assert obnamlib.vfs.base.CREATES_IN_PARALLEL in fs.capabilities
         return fs
 
 
 def test_a_local_disk_reads_and_creates_one_at_a_time(tmp_path):
-    info = tmp_path / 'mountinfo'
-    info.write_text('20 1 0:1 / / rw - ext4 /dev/sda1 rw\n')
-    fs = obnamlib.vfs.local.LocalFS(str(tmp_path), mountinfo=str(info))
+    fs = local_fs_on(tmp_path, 'ext4')
     assert not fs.reads_in_batches
     assert obnamlib.vfs.base.CREATES_IN_PARALLEL not in fs.capabilities
 
@@ -246,8 +233,7 @@ def test_a_local_disk_reads_and_creates_one_at_a_time(tmp_path):
 @pytest.mark.timeout(60)
 def test_reads_on_a_network_mount_are_in_flight_together(
         tmp_path, monkeypatch):
-    fs = obnamlib.vfs.local.LocalFS(
-        str(tmp_path), mountinfo=network_mount_table(tmp_path))
+    fs = local_fs_on(tmp_path)
     assert fs.reads_in_batches
     count = obnamlib.vfs.local.IN_FLIGHT
     names = ['f%d' % i for i in range(2 * count)]
@@ -270,8 +256,7 @@ def test_reads_on_a_network_mount_are_in_flight_together(
 
 def test_read_files_on_a_network_mount_raises_for_the_first_missing(
         tmp_path):
-    fs = obnamlib.vfs.local.LocalFS(
-        str(tmp_path), mountinfo=network_mount_table(tmp_path))
+    fs = local_fs_on(tmp_path)
     (tmp_path / 'a').write_bytes(b'a')
     try:
         with pytest.raises(FileNotFoundError) as info:

@@ -12,6 +12,7 @@ from obnamlib.repo.storage import filters, repo_fs
 from obnamlib.repo import factory as repo_factory
 from obnamlib.repo.fmt_6 import chunk_store, chunk_writer
 from obnamlib.repo.fmt_6.chunk_store import ChunkStore, idpath
+from tests.obnamlib.mount_tables import local_fs_on
 from tests.obnamlib.restore_helpers import new_repository
 
 
@@ -327,12 +328,7 @@ def test_several_writers_report_a_failure_and_name_the_failed_file():
 
 
 def network_repo_fs(tmp_path):
-    table = tmp_path.parent / (tmp_path.name + '.mountinfo')
-    table.write_text('20 1 0:1 / / rw - ext4 /dev/sda1 rw\n'
-                     '21 20 0:2 / %s rw - fuse.glusterfs h:/v rw\n'
-                     % tmp_path)
-    return repo_fs.RepositoryFS(
-        obnamlib.vfs.local.LocalFS(str(tmp_path), mountinfo=str(table)))
+    return repo_fs.RepositoryFS(local_fs_on(tmp_path, 'fuse.glusterfs'))
 
 
 def test_a_network_mount_gets_several_writers_and_batched_reads(tmp_path):
