@@ -136,8 +136,10 @@ IN_FLIGHT = 8
 # -> 158 files/s with 16 threads (200 with 64).
 CREATES_IN_FLIGHT = 16
 
-# Files advise_reads keeps open for the read_file calls that follow.
-ADVISED_FILES = 64
+# Files advise_reads keeps open for the read_file calls that follow: a
+# hint and a half of fsck's (128 chunks each), within the usual limit of
+# 1024 open files.
+ADVISED_FILES = 256
 
 # What a network or FUSE filesystem adds to LocalFS.capabilities.
 _ROUND_TRIP_CAPABILITIES = frozenset({obnamlib.vfs.base.READS_IN_BATCHES,
