@@ -40,6 +40,11 @@ _GENERATION_FACTS = {
 }
 
 
+# The walk tells the checker of the files it is done with this many at a
+# time (checker.walked_past).
+_DONE_BATCH = 1024
+
+
 @dataclasses.dataclass
 class FsckOptions:
     fix: bool = False
@@ -314,8 +319,11 @@ class Fsck:
                 return
 
     def _walk(self, client_name, gen_id, where):
-        """Depth-first from /, with an explicit stack (no depth limit)."""
+        """Depth-first from /, with an explicit stack (no depth limit).
+        The checker is told, in batches, of the files (not directories)
+        checked: the walk does not come back to them."""
         stack = [b'/']
+        done = []
         while stack:
             path = stack.pop()
             metadata = self._check_path(client_name, gen_id, path, where)
@@ -323,6 +331,12 @@ class Fsck:
                 children = self._children(gen_id, path, where)
                 stack.extend(stored_names.child_path(path, name)
                              for name in reversed(children))
+            else:
+                done.append(path)
+                if len(done) >= _DONE_BATCH:
+                    self.checker.walked_past(gen_id, done)
+                    done = []
+        self.checker.walked_past(gen_id, done)
 
     def _check_path(self, client_name, gen_id, path, where):
         """Count and check one object (a file's chunks too); its metadata,

@@ -254,6 +254,20 @@ class Fmt6Checker:
         return paths
 
     @reporting_damage
+    def walked_past(self, gen_id, paths):
+        """The walk is done with these files (no directories among them):
+        the repository need not remember their ids, which it learnt from
+        their directory's listing (about 250 bytes a file).  A
+        directory's id stays: client_tree needs the ids above a listing
+        to see a listing that loops."""
+        try:
+            ids = self.repo._generation(gen_id).ids
+        except (larch.Error, errors.ObnamError):
+            return
+        for path in paths:
+            ids.pop(path, None)
+
+    @reporting_damage
     def release_generation(self, gen_id):
         """fsck visits each generation once: drop the paths the repository
         remembered while walking it (up to 100,000 per generation)."""

@@ -824,3 +824,24 @@ def test_on_one_core_no_worker_is_started(pristine, monkeypatch):
     repo, _ = pristine
     problems, stats, _, _ = counted_check(repo)
     assert problems == [] and stats.chunks > 0
+
+
+def test_the_walk_lets_the_repository_forget_the_files_it_checked(
+        pristine, monkeypatch):
+    """Only directories' ids stay remembered (they guard against loops);
+    a file's would cost memory for nothing."""
+    from obnamlib.repo.fmt_6.fsck_checks import Fmt6Checker
+    monkeypatch.setattr(Fmt6Checker, 'release_generation',
+                        lambda self, gen_id: None)
+    monkeypatch.setattr(fsck_engine, '_DONE_BATCH', 3)
+    repo = open_repo(pristine[0])
+    try:
+        assert fsck_engine.Fsck(repo).run() == []
+        for client in CLIENTS:
+            first = repo.get_generation_ids(client)[0]
+            remembered = list(repo._generation(first).ids)
+            assert b'/' in remembered
+            for path in remembered:
+                assert repo.get_metadata(first, path).isdir(), path
+    finally:
+        repo.close()
