@@ -22,6 +22,9 @@ from obnamlib.repo.metadata import Metadata
 ROOT = b'/'
 ID_CACHE_LIMIT = 100000
 MAX_START = 2 ** 64 - 2 ** 40     # room to count up from a random start
+# New file ids are known to be unused in blocks of this many (one range
+# query per block instead of one per new file).
+ID_BLOCK = 4096
 _U64 = struct.Struct('!Q')
 
 
@@ -47,6 +50,10 @@ class GenerationTree:
         self.fresh = set()        # ids created here that have no chunks yet
         self.last_miss = None     # (path, ids taken in its slot)
         self.next_file_id = None
+        self.free_until = None    # ids next_file_id..this are unused
+        # Ids of names made here: everything below them was made here
+        # too, so it is in self.ids (cleared with it).
+        self.created = set()
         self.loops = {}           # child path -> its looping listing's path
 
     # --- resolving paths -------------------------------------------------
@@ -78,9 +85,13 @@ class GenerationTree:
 
     def _remember(self, path, file_id):
         if len(self.ids) >= ID_CACHE_LIMIT:
-            self.ids.clear()
-            self.fresh.clear()
+            self._forget_ids()
         self.ids[path] = file_id
+
+    def _forget_ids(self):
+        self.ids.clear()
+        self.fresh.clear()
+        self.created.clear()
 
     def exists(self, path):
         return self.file_id(path) is not None
@@ -202,6 +213,15 @@ class GenerationTree:
     def _ensure_name(self, path):
         """File id of path, creating its name entries (and those of missing
         ancestors) if needed.  Iterative: trees may be very deep."""
+        file_id = self.ids.get(path)
+        if file_id is not None:
+            return file_id
+        if path != ROOT:
+            parent_id = self.ids.get(keys.parent_path(path))
+            if parent_id is not None and parent_id in self.created:
+                # A first backup's every file: a new directory holds
+                # only what was made here, and that is in self.ids.
+                return self._create_name(path, parent_id, ())
         missing = []
         current = path
         while True:
@@ -216,24 +236,30 @@ class GenerationTree:
             file_id = self._create_name(name)
         return file_id
 
-    def _create_name(self, path):
-        if self.last_miss is not None and self.last_miss[0] == path:
-            taken = self.last_miss[1]
-        else:
-            taken = {key[-8:] for key, _ in
-                     self.tree.lookup_range(*keys.name_slot_range(path))}
+    def _create_name(self, path, parent_id=None, taken=None):
+        """A new name entry for path (absent from the tree).  taken: the
+        ids in its slot, if known; parent_id: its directory's id, if
+        known."""
+        slot = keys.default_file_id(path)
+        if taken is None:
+            if self.last_miss is not None and self.last_miss[0] == path:
+                taken = self.last_miss[1]
+            else:
+                taken = {key[-8:] for key, _ in self.tree.lookup_range(
+                    *keys.file_range(slot, keys.FILE_NAME))}
         self.last_miss = None
         file_id = self._new_file_id(taken)
-        self.tree.insert(
-            keys.file_key(keys.default_file_id(path), keys.FILE_NAME, file_id),
-            path)
+        self._slot_used(slot)
+        insert = self.tree.insert
+        insert(keys.file_key(slot, keys.FILE_NAME, file_id), path)
         if path != ROOT:
-            parent_id = self.file_id(keys.parent_path(path))
-            basename = posixpath.basename(path)
-            self.tree.insert(
-                keys.file_key(parent_id, keys.DIR_CONTENTS, file_id), basename)
+            if parent_id is None:
+                parent_id = self.file_id(keys.parent_path(path))
+            insert(keys.file_key(parent_id, keys.DIR_CONTENTS, file_id),
+                   path[path.rfind(b'/') + 1:])
         self._remember(path, file_id)
         self.fresh.add(file_id)
+        self.created.add(file_id)
         return file_id
 
     def _new_file_id(self, taken):
@@ -243,17 +269,41 @@ class GenerationTree:
         draw a random start once and count up from it, so the files of one
         run get neighbouring keys: their metadata, chunk lists and listings
         fill a few leaves instead of touching every leaf of the tree, and a
-        later walk in the same order reads the tree sequentially."""
+        later walk in the same order reads the tree sequentially.  The
+        tree is asked once per ID_BLOCK ids whether they are all unused,
+        not once per file."""
         while True:
-            if self.next_file_id is None or self.next_file_id > MAX_START:
-                self.next_file_id = self.rng.randint(1, MAX_START)
-            file_id = _U64.pack(self.next_file_id)
-            self.next_file_id += 1
+            number = self.next_file_id
+            if number is None or number > MAX_START:
+                number = self.rng.randint(1, MAX_START)
+                self.free_until = None
+            self.next_file_id = number + 1
+            file_id = _U64.pack(number)
             if file_id in taken:
                 continue
-            if self.tree.range_is_empty(*keys.whole_file_range(file_id)):
+            if self.free_until is not None and number <= self.free_until:
+                return file_id
+            if self._block_is_free(number):
                 return file_id
             self.next_file_id = None     # ran into an older run's ids
+
+    def _block_is_free(self, number):
+        """Whether no key belongs to the ids number..number+ID_BLOCK-1;
+        if so they are handed out without asking again."""
+        last = number + ID_BLOCK - 1
+        if not self.tree.range_is_empty(
+                keys.whole_file_range(_U64.pack(number))[0],
+                keys.whole_file_range(_U64.pack(last))[1]):
+            return False
+        self.free_until = last
+        return True
+
+    def _slot_used(self, slot):
+        """A name slot's key is in the ids' key space: one among the ids
+        still to be handed out ends the free block."""
+        if self.free_until is not None and \
+                self.next_file_id <= _U64.unpack(slot)[0] <= self.free_until:
+            self.free_until = None
 
     def set_chunk_ids(self, path, chunk_ids):
         """Replace the file's chunk list and its chunk references."""
@@ -313,8 +363,7 @@ class GenerationTree:
                 link = keys.file_key(parent_id, keys.DIR_CONTENTS, file_id)
                 if self._value(link) is not None:
                     self.tree.remove(link)
-        self.ids.clear()
-        self.fresh.clear()
+        self._forget_ids()
         self.last_miss = None
         return True
 
