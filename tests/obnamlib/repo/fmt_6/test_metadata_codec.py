@@ -125,3 +125,18 @@ def test_xattr_blob_example_from_spec():
 def test_several_xattrs():
     pairs = [(b'user.a', b''), (b'user.b', b'\0\1'), (b'security.x', b'y')]
     assert codec.decode_xattrs(codec.encode_xattrs(pairs)) == pairs
+
+
+def test_a_negative_unsigned_field_keeps_its_low_64_bits():
+    """The path for a stat with a negative field (not the full-stat fast
+    path): the format has no sign there, as Obnam 1.x stored it."""
+    data = codec.encode_metadata(full(st_ino=-2))
+    fixed = struct.unpack('!QQqQqQQQQQQQQQQQQQ', data[:144])
+    assert fixed[11] == 2 ** 64 - 2
+    assert fixed[0] == 0x01fdff
+
+
+def test_a_string_field_that_is_not_bytes_is_refused_by_name():
+    with pytest.raises(TypeError) as e:
+        codec.encode_metadata(full(username='usr'))
+    assert 'metadata username must be bytes, not str' in str(e.value)
