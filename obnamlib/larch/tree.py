@@ -95,11 +95,13 @@ class Tree:
                 return node.values[j]
         raise KeyError(key)
 
-    def _descend(self, node, key, groups=None):
+    def _descend(self, node, key, groups=None, bound=None):
         """The leaf below node where key belongs, through cached or loaded
         nodes; None if key sorts before the first key, or (with the
-        refcount groups) where a child is shared.  The hot loop of
-        lookup, insert and remove; over MAX_DEPTH levels is TreeLoops."""
+        refcount groups) where a child is shared.  bound, a list, gets
+        the least index key above the leaf's (a key below it belongs in
+        the same leaf), if there is one.  The hot loop of lookup, insert
+        and remove; over MAX_DEPTH levels is TreeLoops."""
         store = self._store
         cache = store.cache
         depth = 0
@@ -107,9 +109,12 @@ class Tree:
             if depth == MAX_DEPTH:
                 raise errors.TreeLoops(self._dirname, node.id)
             depth += 1
-            i = bisect_right(node.keys, key) - 1
+            keys = node.keys
+            i = bisect_right(keys, key) - 1
             if i < 0:
                 return None
+            if bound is not None and i + 1 < len(keys):
+                bound[0] = keys[i + 1]
             child_id = node.children[i]
             if groups is not None:
                 group = groups.get(child_id >> GROUP_BITS)
@@ -147,13 +152,8 @@ class Tree:
         """Set key to value, replacing any earlier value."""
         if type(key) is not bytes or len(key) != self._ks:
             key = self._key(key)
-        if type(value) is not bytes:
-            if not isinstance(value, (bytearray, memoryview)):
-                raise errors.KeyNotBytes(self._dirname, value)
-            value = bytes(value)
-        if len(value) > self._max_value:
-            raise errors.ValueTooLarge(self._dirname, len(value),
-                                       self._max_value)
+        if type(value) is not bytes or len(value) > self._max_value:
+            value = self._value(value)
         forest = self._forest
         if not forest.allow_writes or forest.broken is not None:
             self._check_writable()
@@ -185,6 +185,81 @@ class Tree:
                     store.dirty.add(node.id)
                     return
         self._guarded(self._insert_slow, key, value)
+
+    def _value(self, value):
+        if type(value) is not bytes:
+            if not isinstance(value, (bytearray, memoryview)):
+                raise errors.KeyNotBytes(self._dirname, value)
+            value = bytes(value)
+        if len(value) > self._max_value:
+            raise errors.ValueTooLarge(self._dirname, len(value),
+                                       self._max_value)
+        return value
+
+    def insert_sorted(self, pairs):
+        """Set each (key, value) of pairs, which come in increasing key
+        order: each run of them that goes in place into one leaf costs
+        one descent, not one each (a commit of the chunk indexes puts in
+        tens of thousands of sorted keys).  Pairs out of order cost what
+        insert does; a key given twice keeps its later value."""
+        pairs = list(pairs)
+        i = 0
+        while i < len(pairs):
+            done = self._fill_leaf(pairs, i)
+            if not done:
+                self.insert(*pairs[i])
+                done = 1
+            i += done
+
+    def _fill_leaf(self, pairs, i):
+        """How many of pairs[i:] went in place into the unshared, cached
+        leaf where pairs[i] belongs (the fast path of insert, for as
+        many as belong there, in increasing order, and fit without
+        changing its first key)."""
+        key, value = pairs[i]
+        if type(key) is not bytes or len(key) != self._ks:
+            return 0                # insert checks or converts it
+        forest = self._forest
+        if not forest.allow_writes or forest.broken is not None:
+            self._check_writable()
+        store = self._store
+        node = store.cache.get(self._root_id)
+        bound = [None]
+        if node is not None:
+            node = self._descend(node, key, self._rc.groups, bound)
+        if node is None:
+            return 0
+        upper = bound[0]
+        keys, values = node.keys, node.values
+        start = i
+        j = 0
+        while True:
+            if type(value) is not bytes or len(value) > self._max_value:
+                value = self._value(value)
+            j = bisect_left(keys, key, j)
+            if j < len(keys) and keys[j] == key:
+                size = node.size + len(value) - len(values[j])
+                if size > self._ns:
+                    break
+                values[j] = value
+            else:
+                size = node.size + self._pair_overhead + len(value)
+                if size > self._ns or j == 0:
+                    break
+                keys.insert(j, key)
+                values.insert(j, value)
+            node.size = size
+            store.dirty.add(node.id)
+            i += 1
+            if i == len(pairs):
+                break
+            previous = key
+            key, value = pairs[i]
+            if type(key) is not bytes or not previous < key or \
+                    (upper is not None and key >= upper) or \
+                    len(key) != self._ks:
+                break
+        return i - start
 
     def _guarded(self, change, *args):
         """Run a structural change; any failure midway poisons the forest.

@@ -141,12 +141,13 @@ class ChunkIndexes:
             return
         self.pending = []
         list_tree, sums_tree = self._trees()
-        for chunk_id, checksum, _ in sorted(pending):
-            list_tree.insert(keys.chunklist_key(chunk_id), checksum)
-        for checksum, chunk_id, client_id in sorted(
-                (c, i, u) for i, c, u in pending):
-            sums_tree.insert(
-                keys.chunksums_key(checksum, chunk_id, client_id), b'')
+        list_tree.insert_sorted(
+            (keys.chunklist_key(chunk_id), checksum)
+            for chunk_id, checksum, _ in sorted(pending))
+        sums_tree.insert_sorted(
+            (keys.chunksums_key(checksum, chunk_id, client_id), b'')
+            for checksum, chunk_id, client_id in sorted(
+                (c, i, u) for i, c, u in pending))
 
     def remove_use(self, chunk_id, checksum, client_id):
         """Drop the client's use; drop the chunklist entry when nobody is

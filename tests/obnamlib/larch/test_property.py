@@ -13,7 +13,8 @@ KEY_SIZE = 4
 NODE_SIZE = 128     # tiny nodes: deep trees, many splits and merges
 
 OP_NAMES = ['insert', 'insert', 'insert_many', 'remove', 'remove_range',
-            'clone', 'new_tree', 'remove_tree', 'commit', 'reopen']
+            'clone', 'new_tree', 'remove_tree', 'commit', 'reopen',
+            'insert_sorted']
 MAX_VALUE = NODE_SIZE // 2 - 16
 
 
@@ -30,6 +31,8 @@ def decode_op(raw):
         return (name, tree, key(a), value)
     if name == 'insert_many':
         return (name, tree, a, b % 60 + 1)
+    if name == 'insert_sorted':
+        return (name, tree, sorted_pairs(a, b, size))
     if name == 'remove':
         return (name, tree, key(a))
     if name == 'remove_range':
@@ -37,6 +40,15 @@ def decode_op(raw):
     if name in ('clone', 'remove_tree'):
         return (name, tree)
     return (name,)
+
+
+def sorted_pairs(a, b, size):
+    """Keys from a up, every (b % 3 + 1)th, values of up to MAX_VALUE
+    bytes; one in seven runs has a key again or out of order at its end."""
+    numbers = list(range(a, a + b % 50 + 1, b % 3 + 1))
+    if b % 7 == 0:
+        numbers.append(numbers[len(numbers) // 2])
+    return [(key(n), (b'%d.' % n * MAX_VALUE)[:size]) for n in numbers]
 
 
 raw_ops = st.tuples(st.integers(0, len(OP_NAMES) - 1), st.integers(0, 7),
@@ -81,7 +93,7 @@ def apply(op, forest, models):
     name = op[0]
     trees = forest.trees
     if name in ('insert', 'insert_many', 'remove', 'remove_range',
-                'clone', 'remove_tree') and not trees:
+                'clone', 'remove_tree', 'insert_sorted') and not trees:
         return
     if len(op) > 1:
         i = op[1] % len(trees)
@@ -94,6 +106,9 @@ def apply(op, forest, models):
             key = struct.pack('!I', n)
             tree.insert(key, b'v%d' % n)
             model[key] = b'v%d' % n
+    elif name == 'insert_sorted':
+        tree.insert_sorted(op[2])
+        model.update(op[2])
     elif name == 'remove':
         if op[2] in model:
             tree.remove(op[2])

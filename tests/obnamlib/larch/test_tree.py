@@ -226,3 +226,59 @@ def test_uncommitted_changes_survive_cache_eviction():
     spec_check(vfs)
     reopened, _ = new_forest(vfs=vfs)
     assert reopened.trees[0].count_range(LOW, HIGH) == 2000
+
+
+def test_insert_sorted_fills_each_leaf_with_one_descent(monkeypatch):
+    forest, vfs = new_forest(node_size=1024)
+    tree = forest.new_tree()
+    for n in range(0, 2000, 2):
+        tree.insert(key(n), b'old')
+    descents = []
+    real = tree._descend
+    monkeypatch.setattr(tree, '_descend',
+                        lambda *a: descents.append(1) or real(*a))
+    pairs = [(key(n), b'new%d' % n) for n in range(1, 2000, 4)] + \
+        [(key(2004), b'end')]
+    tree.insert_sorted(pairs)
+    assert len(descents) < len(pairs) // 4
+    expected = dict((key(n), b'old') for n in range(0, 2000, 2))
+    expected.update(pairs)
+    assert tree.lookup_range(LOW, HIGH) == sorted(expected.items())
+    forest.commit()
+    spec_check(vfs, node_size=1024)
+
+
+def test_insert_sorted_out_of_order_and_repeated_keys():
+    forest, vfs = new_forest()
+    tree = forest.new_tree()
+    pairs = [(key(n), b'%d' % n) for n in (5, 9, 7, 7, 30, 1, 30)]
+    tree.insert_sorted(pairs)
+    assert tree.lookup_range(LOW, HIGH) == sorted(dict(pairs).items())
+    forest.commit()
+    spec_check(vfs)
+
+
+def test_insert_sorted_leaves_a_shared_leaf_alone():
+    """After a clone the leaves are shared: the batch goes through the
+    copy-on-write path, and the other tree keeps what it had."""
+    forest, vfs = new_forest(node_size=1024)
+    tree = forest.new_tree()
+    tree.insert_sorted([(key(n), b'a') for n in range(0, 100, 2)])
+    clone = forest.new_tree(tree)
+    clone.insert_sorted([(key(n), b'b') for n in range(1, 100, 2)])
+    assert tree.count_range(LOW, HIGH) == 50
+    assert clone.count_range(LOW, HIGH) == 100
+    forest.commit()
+    spec_check(vfs, node_size=1024)
+
+
+def test_insert_sorted_stops_at_a_value_too_large():
+    """As one insert after another would: what came before it is in."""
+    forest, _ = new_forest()
+    tree = forest.new_tree()
+    tree.insert(key(0), b'first')
+    with pytest.raises(errors.ValueTooLarge):
+        tree.insert_sorted([(key(1), b'x'), (key(2), b'y' * 1000),
+                            (key(3), b'z')])
+    assert tree.lookup_range(LOW, HIGH) == [(key(0), b'first'),
+                                            (key(1), b'x')]
