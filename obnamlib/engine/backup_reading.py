@@ -43,7 +43,9 @@ MIN_SIZE = 256 * 1024
 
 class LiveChunks:
     """The chunks of one open live file, then whether it changed while
-    read (its size or mtime moved since `st`, the walk's lstat)."""
+    read (its size or mtime moved since `st`, the walk's lstat).  That
+    fstat also sees a local file that grew after a read that reached
+    its scanned size, so no read is made to meet its end."""
 
     def __init__(self, f, st, chunk_size):
         self.f = f
@@ -51,7 +53,7 @@ class LiveChunks:
         self.total = 0
         self.chunks = obnamlib.engine.chunker.iter_chunks(
             f, chunk_size, advise=st.st_size >= ADVISE_SIZE,
-            st=st)
+            st=st, size_ends=True)
 
     def __iter__(self):
         for chunk in self.chunks:

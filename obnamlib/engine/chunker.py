@@ -52,12 +52,18 @@ class ChunkReader:
     MB more peak RSS when files were read in a second thread).
     """
 
-    def __init__(self, fileobj, chunk_size, advise=True, st=None):
+    def __init__(self, fileobj, chunk_size, advise=True, st=None,
+                 size_ends=False):
         self.fileobj = fileobj
         self.chunk_size = chunk_size
         self.first_read = chunk_size if st is None else \
             max(1, min(chunk_size, st.st_size + 1))
         self.fd = _fileno(fileobj)
+        # A first read that stops at the scanned size ends the file
+        # without a read that meets EOF (size_ends: the caller asks
+        # fstat afterwards whether it grew): a syscall less per small file.
+        self.end_at = st.st_size if size_ends and st is not None and \
+            self.fd is not None else None
         self.advise = advise and self.fd is not None
         # None: ask fstat first (most files have all their blocks, and
         # then two lseeks per chunk and an fstat at the end buy nothing)
@@ -88,7 +94,7 @@ class ChunkReader:
             os.lseek(self.fd, self.offset, os.SEEK_SET)
             return zeros(self.chunk_size)
         if self.offset == 0 and self.first_read < self.chunk_size:
-            data = self._read_full(self.first_read)
+            data = self._read_full(self.first_read, self.end_at)
             if len(data) == self.first_read:    # it grew: a whole chunk
                 data += self._read_full(self.chunk_size - len(data))
         else:
@@ -96,13 +102,14 @@ class ChunkReader:
         self.offset += len(data)
         return data
 
-    def _read_full(self, size):
+    def _read_full(self, size, end_at=None):
         """size bytes, or fewer at the end of the file (then self.eof: a
-        small file costs one read less)."""
+        small file costs one read less); a short read of end_at bytes is
+        taken for the end."""
         data = self.fileobj.read(size)
         if len(data) == size:
             return data
-        if not data:
+        if not data or len(data) == end_at:
             self.eof = True
             return data
         parts = [data]
@@ -175,8 +182,10 @@ def _fileno(fileobj):
         return None
 
 
-def iter_chunks(fileobj, chunk_size, advise=True, st=None):
+def iter_chunks(fileobj, chunk_size, advise=True, st=None, size_ends=False):
     """The chunks of fileobj, each `chunk_size` bytes except the last.
     advise=False skips posix_fadvise (not worth a syscall for small files);
-    st: the file's stat when it was scanned, if known (ChunkReader)."""
-    return iter(ChunkReader(fileobj, chunk_size, advise, st))
+    st: the file's stat when it was scanned, if known; size_ends: a file
+    with a file descriptor ends at st.st_size, if a read stops there
+    (ChunkReader)."""
+    return iter(ChunkReader(fileobj, chunk_size, advise, st, size_ends))

@@ -176,6 +176,38 @@ def test_a_file_that_changed_since_its_stat_says_so(files):
         reader.close()
 
 
+class GrowsAfterReading:
+    """A local file that another program extends right after our first
+    read of it."""
+
+    def __init__(self, path):
+        self.f = open(path, 'rb', buffering=0)
+        self.path = path
+
+    def read(self, n):
+        data = self.f.read(n)
+        with open(self.path, 'ab') as f:
+            f.write(b'+')
+        return data
+
+    def fileno(self):
+        return self.f.fileno()
+
+    def close(self):
+        self.f.close()
+
+
+def test_a_file_that_grew_after_a_read_reached_its_size_says_so(files):
+    """No read is made to meet the end of a file read to its scanned
+    size: the fstat at the end sees that it grew."""
+    path, st = files.make('grows', b'exactly')
+    f = GrowsAfterReading(path)
+    chunks = backup_reading.LiveChunks(f, st, CHUNK)
+    assert list(chunks) == [b'exactly']
+    assert chunks.changed()
+    f.close()
+
+
 def test_no_more_than_the_budget_is_read_ahead(files):
     """The main thread takes slowly: what the worker holds never grows
     past the budget and one chunk."""

@@ -119,6 +119,29 @@ def test_small_file_takes_two_reads_and_no_seeks(tmp_path, monkeypatch):
     assert seeks == []
 
 
+def test_a_small_file_read_to_its_scanned_size_takes_one_read(tmp_path):
+    """size_ends: the read that would only meet the end is not made (the
+    caller's fstat sees a file that grew)."""
+    path = tmp_path / 'small'
+    path.write_bytes(b'hello')
+    f = CountingFile(path)
+    assert list(chunker.iter_chunks(f, 4096, st=os.lstat(path),
+                                    size_ends=True)) == [b'hello']
+    f.close()
+    assert f.reads == 1
+
+
+def test_a_small_file_longer_than_scanned_is_read_to_its_end(tmp_path):
+    path = tmp_path / 'grew'
+    path.write_bytes(b'hello')
+    st = os.lstat(path)
+    path.write_bytes(b'hello, world')
+    f = CountingFile(path)
+    assert b''.join(chunker.iter_chunks(f, 4096, st=st, size_ends=True)) \
+        == b'hello, world'
+    f.close()
+
+
 def test_dense_file_is_read_without_hole_questions(tmp_path, monkeypatch):
     path = tmp_path / 'dense'
     data = os.urandom(3 * 4096)
