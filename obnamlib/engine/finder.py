@@ -4,9 +4,11 @@
 A pattern is a shell glob (fnmatch: `*`, `?`, `[...]`, case-sensitive,
 on bytes).  One without a `/` matches an object's basename, anywhere in
 the tree (like `find -name`); one with a `/` matches the whole absolute
-path, and there `*` also matches `/` (like `find -path`): such a pattern
-starts with `/` or a wildcard to match anything, and a trailing `/` is
-ignored (`/home/liw/` matches the directory).
+path, and there `*` also matches `/` (like `find -path`).  A path pattern
+that starts with neither `/` nor a wildcard matches at any depth, as if
+it started with `*/` (`src/*.py`, `liw/`: paths are absolute, so as
+written it could never match), and a trailing `/` is ignored
+(`/home/liw/` matches the directory).
 
 Only names and metadata are read, never file content.  The cost is a
 walk of each generation's tree (one metadata lookup per object, the
@@ -28,7 +30,11 @@ class Pattern:
 
     def __init__(self, text):
         self.on_path = b'/' in text
-        self.text = listing.normalise_path(text) if self.on_path else text
+        if self.on_path:
+            text = listing.normalise_path(text)
+            if text[0] not in b'/' + _WILDCARDS:
+                text = b'*/' + text     # at any depth (module docstring)
+        self.text = text
 
     def matches(self, path):
         subject = path if self.on_path else path.rsplit(b'/', 1)[-1]

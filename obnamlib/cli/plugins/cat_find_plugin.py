@@ -74,9 +74,10 @@ class CatFindPlugin(plugin.ObnamPlugin):
         pattern without / matches the basename of a file, directory or
         other object anywhere in the tree (like find -name: 'report*.txt');
         a pattern with / matches its whole absolute path, where * also
-        matches / (like find -path: '/home/*/notes.txt', '*/src/*.py') and
-        a trailing / is ignored.  Quote patterns, or the shell expands
-        them.
+        matches / (like find -path: '/home/*/notes.txt', '*/src/*.py'); one
+        that does not start with / or a wildcard matches at any depth
+        ('src/*.py' is '*/src/*.py'), and a trailing / is ignored.  Quote
+        patterns, or the shell expands them.
 
         Every generation is searched, oldest first, unless --generation
         options name some.  For each match one line is written to stdout

@@ -84,9 +84,18 @@ def test_a_path_pattern_matches_the_whole_path_and_star_crosses_slashes(
     repo, gens, live = history
     result = found(repo, gens[:1], live + b'/*.py')
     assert result == [(gens[0], live + b'/src/main.py')]
-    assert found(repo, gens[:1], b'src/*.py') == []
     assert found(repo, gens[:1], b'*/src/*.py') == \
         [(gens[0], live + b'/src/main.py')]
+
+
+def test_a_path_pattern_not_from_the_root_matches_at_any_depth(history):
+    """As written it could never match (paths are absolute): 'src/*.py'
+    is '*/src/*.py', and 'old/' names the directory old anywhere."""
+    repo, gens, live = history
+    assert found(repo, gens[:1], b'src/*.py') == \
+        [(gens[0], live + b'/src/main.py')]
+    assert found(repo, gens[:1], b'old/') == [(gens[0], live + b'/docs/old')]
+    assert found(repo, gens[:1], b'ocs/old') == []
 
 
 def test_several_patterns_list_each_match_once_in_generation_order(history):
