@@ -65,9 +65,11 @@ class ChunkIndexCheck:
             if listed_sum == checksum and chunk_id in used_by_id.get(
                     client_id, ()):
                 entries[client_id].append(chunk_id)
-            problems.extend(self._chunksums_entry_problems(
-                checksum, chunk_id, client_id, on_disk, id_to_name,
-                listed_sum))
+            if chunk_id not in on_disk or client_id not in id_to_name or \
+                    listed_sum not in (None, checksum):
+                problems.extend(self._chunksums_entry_problems(
+                    checksum, chunk_id, client_id, on_disk, id_to_name,
+                    listed_sum))
         problems.extend(self._use_problems(used_by_client, on_disk,
                                            unlisted, recorded, entries,
                                            sums.complete))
