@@ -868,27 +868,15 @@ class TargetThatLosesItsConnection(obnamlib.vfs.local.LocalFS):
         raise FatalTestError()
 
 
-def test_fatal_target_error_ends_restore_at_once(world):
+@pytest.mark.parametrize('sizes', [
+    {'a': 1, 'b': 1, 'c': 1},
+    # written in parts while more is fetched: a part's error is not
+    # taken for a failed fetch
+    {'big': obnamlib.engine.restore_writer.PART_BYTES * 2 + 1}])
+def test_fatal_target_error_ends_restore_at_once(world, sizes):
     tmp, live = world
-    for name in ('a', 'b', 'c'):
-        write(live / name, name.encode())
-    repo = rh.new_repository(tmp / 'repo')
-    gen = rh.store_tree(repo, str(live))
-    reporter = Collect()
-    r = obnamlib.engine.restorer.Restorer(
-        repo, gen, TargetThatLosesItsConnection('/'),
-        os.fsencode(str(tmp / 'target')), reporter=reporter)
-    with pytest.raises(FatalTestError):
-        r.restore()
-    assert reporter.errors == []
-
-
-def test_fatal_target_error_in_a_large_files_first_part_ends_restore(world):
-    """The error of a part written while more content is fetched is not
-    taken for a failed fetch."""
-    tmp, live = world
-    write(live / 'big', os.urandom(
-        obnamlib.engine.restore_writer.PART_BYTES * 2 + 1))
+    for name, size in sizes.items():
+        write(live / name, os.urandom(size))
     repo = rh.new_repository(tmp / 'repo')
     gen = rh.store_tree(repo, str(live))
     reporter = Collect()
