@@ -52,7 +52,7 @@ class GenerationTree:
         self.next_file_id = None
         self.free_until = None    # ids next_file_id..this are unused
         # Ids of names made here: everything below them was made here
-        # too, so it is in self.ids (cleared with it).
+        # too, so it is in self.ids (cleared with it; see forget).
         self.created = set()
         self.loops = {}           # child path -> its looping listing's path
 
@@ -87,6 +87,15 @@ class GenerationTree:
         if len(self.ids) >= ID_CACHE_LIMIT:
             self._forget_ids()
         self.ids[path] = file_id
+
+    def forget(self, paths):
+        """Drop the remembered ids of these paths (a reader that is done
+        with them, as fsck's walk).  Use this, not self.ids: below a
+        directory made here, a path missing from self.ids is taken to be
+        absent, so the made ones are forgotten too (looked up again)."""
+        for path in paths:
+            self.ids.pop(path, None)
+        self.created.clear()
 
     def _forget_ids(self):
         self.ids.clear()

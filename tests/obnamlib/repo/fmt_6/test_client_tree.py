@@ -119,3 +119,19 @@ def test_after_the_id_cache_is_dropped_names_are_looked_up(tmp_path,
     assert repo.get_file_children(gen, b'/d') == sorted(
         name[3:] for name in names)
     assert _reread(repo, url, names) == {name: 2 for name in names}
+
+
+def test_a_forgotten_path_below_a_new_directory_is_found_again(tmp_path):
+    """forget (a reader done with paths) also forgets which names were
+    made here: the path is looked up, not made a second time."""
+    url = str(tmp_path / 'repo')
+    repo, gen, tree = _writable(url, 0x5000)
+    repo.set_metadata(gen, b'/', dir_md())
+    repo.set_metadata(gen, b'/d', dir_md())
+    repo.set_metadata(gen, b'/d/f', file_md(size=1))
+    first = _id(tree, b'/d/f')
+    tree.forget([b'/d/f'])
+    repo.set_metadata(gen, b'/d/f', file_md(size=2))
+    assert _id(tree, b'/d/f') == first
+    assert repo.get_file_children(gen, b'/d') == [b'f']
+    assert _reread(repo, url, [b'/d/f']) == {b'/d/f': 2}
