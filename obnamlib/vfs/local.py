@@ -193,10 +193,13 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
     def advise_reads(self, paths):
         """Open each file and ask the kernel to read it into the page
         cache now (POSIX_FADV_WILLNEED), keeping it open for its
-        read_file.  With a cold cache the disk then has many reads queued
-        instead of one at a time; with a warm one it costs a system call
-        per file.  A file that cannot be opened is left to read_file,
+        read_file: with a cold cache the disk then has many reads queued
+        instead of one at a time.  Only if the first file's start is not
+        in the page cache (a read that must not wait says so): with a
+        warm cache the hint would cost a system call per file for
+        nothing.  A file that cannot be opened is left to read_file,
         which reports it."""
+        probed = False
         for path in paths:
             full = self._full(path)
             if full in self.advised:
@@ -205,10 +208,17 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
                 fd = os.open(full, os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
                 continue
+            self._keep_advised(full, fd)
+            if not probed:
+                probed = True
+                if not _must_wait_for_disk(fd):
+                    return
             _advise_willneed(fd)
-            self.advised[full] = fd
-            while len(self.advised) > ADVISED_FILES:
-                os.close(self.advised.pop(next(iter(self.advised))))
+
+    def _keep_advised(self, full, fd):
+        self.advised[full] = fd
+        while len(self.advised) > ADVISED_FILES:
+            os.close(self.advised.pop(next(iter(self.advised))))
 
     def _forget_advised(self, full):
         """A file opened for reading ahead is being removed or replaced:
@@ -670,6 +680,19 @@ def _read_to_end(fd):
         if not more:
             return b''.join(pieces)
         pieces.append(more)
+
+
+def _must_wait_for_disk(fd):
+    """Whether reading the file's first byte would wait for the disk (it
+    is not in the page cache).  False where the filesystem cannot tell
+    (tmpfs: always in memory) or the file is empty."""
+    try:
+        os.preadv(fd, [bytearray(1)], 0, os.RWF_NOWAIT)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _advise_willneed(fd):

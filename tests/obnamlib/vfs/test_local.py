@@ -270,7 +270,15 @@ def open_fds():
     return len(os.listdir('/proc/self/fd'))
 
 
-def test_files_advised_are_read_through_the_descriptor_kept_open(tmp_path):
+@pytest.fixture
+def cold(monkeypatch):
+    """The page cache holds none of the files (as after drop_caches)."""
+    monkeypatch.setattr(obnamlib.vfs.local, '_must_wait_for_disk',
+                        lambda fd: True)
+
+
+def test_files_advised_are_read_through_the_descriptor_kept_open(
+        tmp_path, cold):
     fs = obnamlib.vfs.local.LocalFS(str(tmp_path))
     for i in range(3):
         (tmp_path / ('c%d' % i)).write_bytes(b'%d' % i * 5000)
@@ -286,7 +294,8 @@ def test_files_advised_are_read_through_the_descriptor_kept_open(tmp_path):
     assert info.value.filename == str(tmp_path / 'missing')
 
 
-def test_advised_files_kept_open_are_bounded_and_closed_at_close(tmp_path):
+def test_advised_files_kept_open_are_bounded_and_closed_at_close(
+        tmp_path, cold):
     fs = obnamlib.vfs.local.LocalFS(str(tmp_path))
     names = ['f%d' % i for i in range(obnamlib.vfs.local.ADVISED_FILES + 9)]
     for name in names:
@@ -314,3 +323,38 @@ def test_a_file_advised_and_then_changed_by_us_reads_as_it_is_now(tmp_path):
     assert fs.read_file('rewritten') == b'new'
     assert fs.read_file('target') == b'old renamed'
     assert fs.advised == {}
+
+
+def test_with_a_warm_cache_only_the_first_file_is_opened_and_no_hint_given(
+        tmp_path, monkeypatch):
+    fs = obnamlib.vfs.local.LocalFS(str(tmp_path))
+    for i in range(3):
+        (tmp_path / ('c%d' % i)).write_bytes(b'%d' % i)
+    monkeypatch.setattr(obnamlib.vfs.local, '_must_wait_for_disk',
+                        lambda fd: False)
+    hinted = []
+    monkeypatch.setattr(obnamlib.vfs.local, '_advise_willneed',
+                        hinted.append)
+    before = open_fds()
+    fs.advise_reads(['missing', 'c0', 'c1', 'c2'])
+    assert open_fds() == before + 1 and hinted == []
+    assert [fs.read_file('c%d' % i) for i in range(3)] == [b'0', b'1', b'2']
+    assert open_fds() == before
+
+
+def test_a_file_dropped_from_the_page_cache_must_wait_for_the_disk(
+        tmp_path):
+    path = tmp_path / 'f'
+    path.write_bytes(os.urandom(1 << 20))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            os.preadv(fd, [bytearray(1)], 0, os.RWF_NOWAIT)
+        except OSError:
+            pytest.skip('this filesystem cannot tell what is cached')
+        assert not obnamlib.vfs.local._must_wait_for_disk(fd)
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        assert obnamlib.vfs.local._must_wait_for_disk(fd)
+    finally:
+        os.close(fd)
