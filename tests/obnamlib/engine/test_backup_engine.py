@@ -380,6 +380,31 @@ def test_newly_excluded_and_deleted_files_leave_the_generation(tmp_path):
     assert repo.get_file_children(gens[1], os.fsencode(live)) == [b'keep']
 
 
+def test_only_directories_stored_before_are_listed_at_their_end(
+        tmp_path, monkeypatch):
+    """A directory new in the generation holds only what the walk put
+    in it: its stored listing is not asked for; one stored before is
+    (to drop what is gone)."""
+    from obnamlib.repo.fmt_6.repo_fmt_6 import RepositoryFormat6
+    live = tmp_path / 'live'
+    (live / 'sub').mkdir(parents=True)
+    (live / 'sub' / 'f').write_bytes(b'f')
+    listed = []
+    real = RepositoryFormat6.get_file_children
+    monkeypatch.setattr(RepositoryFormat6, 'get_file_children',
+                        lambda self, gen, path: listed.append(path) or
+                        real(self, gen, path))
+    backup(tmp_path / 'repo', [live])
+    assert listed == []
+    os.remove(live / 'sub' / 'f')
+    backup(tmp_path / 'repo', [live])
+    assert os.fsencode(live / 'sub') in listed
+    repo, gens = generations(tmp_path / 'repo')
+    assert repo.get_file_children(gens[0], os.fsencode(live / 'sub')) == \
+        [b'f']
+    assert repo.get_file_children(gens[1], os.fsencode(live / 'sub')) == []
+
+
 def test_excluded_root_is_dropped(tmp_path):
     live = tmp_path / 'live'
     live.mkdir()
