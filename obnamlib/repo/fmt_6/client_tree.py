@@ -215,6 +215,8 @@ class GenerationTree:
         """Add or replace a path's metadata; missing ancestors are created
         as names without metadata (record theirs later)."""
         file_id = self._ensure_name(path)
+        if not metadata.isdir():
+            self.created.discard(file_id)   # it has no children: memory
         self.tree.insert(keys.file_key(file_id, keys.FILE_NAME, file_id), path)
         self.tree.insert(keys.file_key(file_id, keys.FILE_METADATA),
                          encode_metadata(metadata))
