@@ -60,6 +60,7 @@ class ChunkWriter:
         self.failed = set()       # paths whose create failed
         self.errors = []          # exceptions not yet raised to the caller
         self.waiters = 0          # callers blocked until the worker writes
+        self.sleeping = 0         # workers waiting for files
         self.stopping = False
         self.threads = []
 
@@ -72,9 +73,11 @@ class ChunkWriter:
             self._wait_until(lambda: len(self.pending) < self.depth)
             self.pending.add(path)
             self.items.append((path, data, create))
-            if self.workers > 1:
+            if not self.sleeping:
+                pass    # a busy worker takes this file when it is done
+            elif self.workers > 1:
                 self.cond.notify()      # one idle worker for this file
-            elif len(self.items) == self.wake_at:
+            elif len(self.items) >= self.wake_at:
                 self.cond.notify_all()
 
     def _start(self):
@@ -148,7 +151,11 @@ class ChunkWriter:
         while True:
             with self.cond:
                 while not self._worth_waking():
-                    self.cond.wait()
+                    self.sleeping += 1
+                    try:
+                        self.cond.wait()
+                    finally:
+                        self.sleeping -= 1
                 if not self.items:
                     return          # stopping, and everything written
                 batch = self._take()
