@@ -261,11 +261,10 @@ class Fmt6Checker:
         directory's id stays: client_tree needs the ids above a listing
         to see a listing that loops."""
         try:
-            ids = self.repo._generation(gen_id).ids
+            generation = self.repo._generation(gen_id)
         except (larch.Error, errors.ObnamError):
             return
-        for path in paths:
-            ids.pop(path, None)
+        generation.forget(paths)
 
     @reporting_damage
     def release_generation(self, gen_id):
