@@ -38,9 +38,9 @@ SHARED_CHUNK_BYTES = 8 * 1024 * 1024
 # this many chunks and about this much data (estimated from file sizes).
 # The next hint goes out when half of one is read, so that reading ahead
 # never stops: one and a half hints fit in what format 6 keeps of a
-# prefetch (256 chunks, 64 MiB).
+# prefetch (256 chunks, 32 MiB).
 READ_AHEAD_CHUNKS = 128
-READ_AHEAD_BYTES = 32 * 1024 * 1024
+READ_AHEAD_BYTES = 16 * 1024 * 1024
 
 # Chunks at least this big are added to their file's MD5 in the worker
 # thread (smaller ones cost more in thread switches than they save).

@@ -12,7 +12,7 @@ few per window.
 # One prefetch hint names at most this many chunks (a small file has one)
 # and about this much data (estimated from the files' sizes).
 READ_AHEAD_CHUNKS = 64
-READ_AHEAD_BYTES = 32 * 1024 * 1024
+READ_AHEAD_BYTES = 16 * 1024 * 1024
 READ_AHEAD_NAMES = 1024     # names looked at for one hint, at most
 
 
