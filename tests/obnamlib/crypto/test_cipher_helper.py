@@ -114,6 +114,7 @@ def test_on_a_network_mount_the_helper_creates_files_together(tmp_path):
     try:
         for i in range(8):
             server.create('f%d' % i, None, [b'part ', b'%d' % i])
+        server.finish_creates()
         server.create('f0', None, [b'again'])      # the name is taken
         server.sync()
         assert replies.recv() == ('failed',)
