@@ -64,6 +64,10 @@ def unwrap(data, decrypt=None, filename='', copy=True):
     bytes-like object (a memoryview) and returning a bytes-like plaintext.
     Layers are peeled as views, so a large file is copied only once, into
     the bytes returned (copy=False: not at all, a view is returned)."""
+    if data[:1] == _END_FIRST:      # no filters: the usual plain file
+        if not copy:
+            return memoryview(data)[1:]
+        return data[1:] if type(data) is bytes else bytes(data[1:])
     view = memoryview(data)
     while True:
         tag, rest = _split_tag(view)
@@ -78,6 +82,9 @@ def unwrap(data, decrypt=None, filename='', copy=True):
         else:
             raise errors.MissingFilterError(tagname=_shown_tag(tag))
 
+
+# A file whose first tag is END (an empty tag: the file starts with NUL).
+_END_FIRST = END + b'\0'
 
 # Tags are short words: look for the NUL in this many leading bytes first.
 _TAG_PROBE = 64

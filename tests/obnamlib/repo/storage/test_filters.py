@@ -231,3 +231,13 @@ def test_sample_threshold_is_a_tenth_saved():
     mostly = bytearray(random_bytes(1 << 18))
     mostly[::20] = b'\0' * len(mostly[::20])
     assert not filters.sample_compresses(bytes(mostly))
+
+
+def test_an_unfiltered_file_unwraps_to_its_payload_copied_or_viewed():
+    stored = b'\0' + b'payload'
+    for data in (stored, bytearray(stored), memoryview(stored)):
+        copied = filters.unwrap(data)
+        assert type(copied) is bytes and copied == b'payload'
+        viewed = filters.unwrap(data, copy=False)
+        assert bytes(viewed) == b'payload'
+    assert filters.unwrap(b'\0') == b''
