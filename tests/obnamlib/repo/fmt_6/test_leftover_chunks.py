@@ -122,18 +122,24 @@ def test_the_next_run_reuses_what_it_needs_and_removes_the_rest(tmp_path):
         chunk_journal.JOURNAL_NAME))
 
 
-def test_chunks_a_committed_generation_uses_get_their_index_entries(
-        tmp_path):
-    """A kill between the client's commit and the indexes' commit."""
-    new_repository(tmp_path, CLIENT).close()
-    ids = killed_run(tmp_path, [b'x', b'y'], commit_client=True)
-    assert index_entries(open_repo(tmp_path)) == (set(), set())
+def next_run_keeps_and_indexes(tmp_path, ids):
+    """The next run reuses and removes nothing; the committed chunks ids
+    (holding b'x', b'y') stay and are in both indexes."""
     _, _, reused, removed = next_run(tmp_path, {b'/g': [b'z']})
     assert (reused, removed) == (0, 0)
     repo = open_repo(tmp_path)
     listed, summed = index_entries(repo)
     assert set(ids) <= listed and set(ids) <= summed
     assert [repo.get_chunk_content(i) for i in ids] == [b'x', b'y']
+
+
+def test_chunks_a_committed_generation_uses_get_their_index_entries(
+        tmp_path):
+    """A kill between the client's commit and the indexes' commit."""
+    new_repository(tmp_path, CLIENT).close()
+    ids = killed_run(tmp_path, [b'x', b'y'], commit_client=True)
+    assert index_entries(open_repo(tmp_path)) == (set(), set())
+    next_run_keeps_and_indexes(tmp_path, ids)
 
 
 def test_a_journal_claiming_a_newer_generation_keeps_committed_chunks(
@@ -146,12 +152,7 @@ def test_a_journal_claiming_a_newer_generation_keeps_committed_chunks(
     path = journal_path(repo)
     record = repo.fs.read_file(path).split(b'\n', 1)[1]
     repo.fs.write_file(path, b'newest 999999999\n' + record)
-    _, _, reused, removed = next_run(tmp_path, {b'/g': [b'z']})
-    assert (reused, removed) == (0, 0)
-    repo = open_repo(tmp_path)
-    listed, summed = index_entries(repo)
-    assert set(ids) <= listed and set(ids) <= summed
-    assert [repo.get_chunk_content(i) for i in ids] == [b'x', b'y']
+    next_run_keeps_and_indexes(tmp_path, ids)
 
 
 def test_another_clients_running_backup_keeps_its_chunks(tmp_path):
