@@ -73,11 +73,10 @@ class ChunkWriter:
             self._wait_until(lambda: len(self.pending) < self.depth)
             self.pending.add(path)
             self.items.append((path, data, create))
-            if not self.sleeping:
-                pass    # a busy worker takes this file when it is done
-            elif self.workers > 1:
+            # (A busy worker takes this file when it is done.)
+            if self.sleeping and self.workers > 1:
                 self.cond.notify()      # one idle worker for this file
-            elif len(self.items) >= self.wake_at:
+            elif self.sleeping and len(self.items) >= self.wake_at:
                 self.cond.notify_all()
 
     def _start(self):
