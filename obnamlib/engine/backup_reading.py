@@ -116,9 +116,12 @@ class ReadAhead:
         with self.cond:
             if self.thread is None:
                 self.stopping = False
-                self.thread = threading.Thread(
+                thread = threading.Thread(
                     target=self._work, name='backup-reader', daemon=True)
-                self.thread.start()
+                thread.start()
+                # Kept only once started: a Ctrl-C inside start() must
+                # leave close() nothing it cannot join.
+                self.thread = thread
             self.todo.append(job)
             self.queued.append(job)
             self.cond.notify_all()

@@ -252,3 +252,20 @@ def test_close_stops_the_worker_with_files_not_taken(files):
     reader.close()
     assert not thread.is_alive()
     assert reader.ahead == 0
+
+
+def test_close_after_an_interrupted_start_does_not_fail(files, monkeypatch):
+    """Ctrl-C can come while the worker is being started; the clean-up
+    that follows must not fail on a thread that never ran."""
+    path, st = files.make('f', b'x' * CHUNK)
+    reader = reader_for(files)
+
+    def interrupted(thread):
+        raise KeyboardInterrupt()
+
+    monkeypatch.setattr(backup_reading.threading.Thread, 'start',
+                        interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        reader.submit(path, st)
+    reader.close()
+    assert reader.thread is None
