@@ -6,8 +6,12 @@ A hint (`repo.prefetch_chunks`) names at most READ_AHEAD_CHUNKS chunks
 and about READ_AHEAD_BYTES of data (estimated from the files' sizes);
 the next one goes out half-way through the last, so reading ahead never
 runs dry.  Over SFTP a hint turns two round trips per small file into a
-few per window.
+few per window.  A repository whose hints do nothing (not
+PREFETCHES_CHUNKS: a plain one in memory) is given none, and nothing is
+looked at ahead for them.
 """
+
+from obnamlib.repo.interface import PREFETCHES_CHUNKS
 
 # One prefetch hint names at most this many chunks (a small file has one)
 # and about this much data (estimated from the files' sizes).
@@ -78,13 +82,15 @@ class HintedContent:
     hint before every chunk the schedule calls one for: the rest of the
     file, then what add_upcoming(window) adds (the files a walk reaches
     next; restore, verify).  The one copy of that loop for every engine
-    that reads files' content in order."""
+    that reads files' content in order.  Without PREFETCHES_CHUNKS the
+    chunks are read without hints (self.hints None)."""
 
     def __init__(self, repo, gen_id, add_upcoming=None):
         self.repo = repo
         self.gen = gen_id
         self.add_upcoming = add_upcoming
-        self.hints = HintSchedule()
+        self.hints = (HintSchedule()
+                      if PREFETCHES_CHUNKS in repo.capabilities else None)
 
     def content(self, path, md, chunk_ids=None):
         """The content of path (metadata md); chunk_ids, if the caller
@@ -95,6 +101,9 @@ class HintedContent:
                 yield in_tree
                 return
             chunk_ids = self.repo.get_file_chunk_ids(self.gen, path)
+        if self.hints is None:
+            yield from map(self.repo.get_chunk_content, chunk_ids)
+            return
         for i, chunk_id in enumerate(chunk_ids):
             if self.hints.due(chunk_id):
                 self._hint(md, chunk_ids, i)

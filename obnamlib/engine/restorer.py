@@ -26,7 +26,9 @@ Before fetching a chunk it has not announced, the restorer tells the
 repository which chunks come next (`prefetch_chunks`): the rest of the
 current file and the regular files the walk reaches next, within the
 limits of obnamlib.engine.read_ahead.  Over SFTP that turns
-two round trips per small file into a few per window.
+two round trips per small file into a few per window.  Where hints do
+nothing (a plain repository in memory) none are given and nothing is
+looked at ahead.
 
 While it restores, the target asks the filesystem to place the directories
 made below it where there is room (`spread_directories_below`: ext4's top

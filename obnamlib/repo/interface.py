@@ -34,6 +34,11 @@ GEN_TOTAL_DATA = 'total_data'
 GENERATION_KEYS = (GEN_ID, GEN_STARTED, GEN_ENDED, GEN_IS_CHECKPOINT,
                    GEN_FILE_COUNT, GEN_TOTAL_DATA)
 
+# Capabilities (Repository.capabilities): prefetch_chunks acts on its
+# hints (reads the chunks together, or starts reading them).  Without it
+# a caller need not work out which chunks come next.
+PREFETCHES_CHUNKS = 'prefetches-chunks'
+
 
 class Repository(abc.ABC):
     """One repository.  Methods named below are the whole contract."""
@@ -42,6 +47,7 @@ class Repository(abc.ABC):
 
     format_name = None          # '6'
     created = False             # True: opening it made it (repo.factory)
+    capabilities = frozenset()  # of the constants above: none by default
 
     @abc.abstractmethod
     def close(self):
@@ -215,7 +221,8 @@ class Repository(abc.ABC):
     def prefetch_chunks(self, chunk_ids):
         """A hint: these chunks are read soon, in this order.  A format may
         fetch them together (one round trip for many over SFTP) and hand
-        them to get_chunk_content; doing nothing is correct."""
+        them to get_chunk_content; doing nothing is correct.  A format
+        whose hints may do something says PREFETCHES_CHUNKS."""
 
     @abc.abstractmethod
     def has_chunk(self, chunk_id): ...

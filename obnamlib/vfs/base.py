@@ -54,6 +54,11 @@ PREFETCHES_LISTINGS = 'prefetches-listings'
 # ahead of its main thread).
 LIVE_READS_IN_BACKGROUND = 'live-reads-in-background'
 
+# advise_reads(paths) can start reads that read_file would wait for (a
+# local disk whose page cache may lack the files; not tmpfs).  Without
+# it, read-ahead hints to a local repository do nothing.
+ADVISES_READS = 'advises-reads'
+
 # Each operation waits for a server or a daemon (a local path on an NFS,
 # SMB or GlusterFS mount): create_file may be called from several threads
 # at once, and many creates in flight are faster than one after another.

@@ -149,6 +149,10 @@ ADVISED_FILES = 256
 _ROUND_TRIP_CAPABILITIES = frozenset({obnamlib.vfs.base.READS_IN_BATCHES,
                                       obnamlib.vfs.base.CREATES_IN_PARALLEL})
 
+# Filesystems in memory: every file is in the page cache, so advise_reads
+# never hints (and cannot tell: a read that must not wait is refused).
+_IN_MEMORY_TYPES = frozenset({'tmpfs', 'ramfs'})
+
 
 class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
     """VFS on the local disk; str paths are relative to `root`."""
@@ -174,6 +178,9 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
         self.advised = {}       # full path -> fd, opened by advise_reads
         if mounts.has_round_trips(root, mountinfo):
             self.capabilities = self.capabilities | _ROUND_TRIP_CAPABILITIES
+        if mounts.filesystem_type(root, mountinfo) not in _IN_MEMORY_TYPES:
+            self.capabilities = self.capabilities | {
+                obnamlib.vfs.base.ADVISES_READS}
 
     def __repr__(self):
         return 'LocalFS(%r)' % self.root

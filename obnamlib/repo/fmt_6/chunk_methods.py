@@ -6,12 +6,24 @@ concern: chunk files and the chunk indexes.  It uses the repository's
 (ChunkIndexing), `locks` and `fs`.
 """
 
+from obnamlib.repo import interface as repo_interface
 from obnamlib.repo.fmt_6 import keys
 from obnamlib.repo.fmt_6.chunk_indexes import TOPLEVELS as CHUNK_DIRS
 from obnamlib.repo.fmt_6.damage import reporting_damage
 
 
+_PREFETCHING = frozenset({repo_interface.PREFETCHES_CHUNKS})
+
+
 class ChunkMethods:
+
+    @property
+    def capabilities(self):
+        """PREFETCHES_CHUNKS where the chunk store's prefetch does
+        something (not for a plain repository in memory, tmpfs)."""
+        if self.chunks.prefetches:
+            return _PREFETCHING
+        return frozenset()
 
     @reporting_damage
     def put_chunk_content(self, data, md5_digest=None):

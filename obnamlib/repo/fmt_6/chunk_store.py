@@ -320,6 +320,13 @@ class ChunkStore:
             return False
         return True
 
+    @property
+    def prefetches(self):
+        """Whether prefetch does anything: the storage reads in batches
+        (SFTP, a network mount) or reads ahead (a local disk that may
+        have to wait for it, the cipher helper)."""
+        return self.fs.reads_in_batches or self.fs.can_read_ahead
+
     def prefetch(self, chunk_ids):
         """Read these chunks together, for the get calls that follow, if
         the storage reads in batches (SFTP).  If the batch fails (a chunk

@@ -41,8 +41,8 @@ class RepositoryFS(vfs_base.Storage):
     The interface: the Storage methods (filtered content, names, locks,
     `sync`, `spread_subdirectories`, `close`), `read_raw`/`write_raw`,
     larch's reading hints (`reads_in_batches`, `read_files`,
-    `read_ahead`) and fmt_6's (`expect_reads`), the chunk store's
-    background writing (`can_seal_behind`/`seal_behind`,
+    `read_ahead`, `can_read_ahead`) and fmt_6's (`expect_reads`), the
+    chunk store's background writing (`can_seal_behind`/`seal_behind`,
     `can_write_behind`/`write_behind`,
     `can_create_in_batches`/`create_many_in_base`), the counters
     `bytes_read`/`bytes_written`, `keys` and `toplevel_names()`.
@@ -177,6 +177,14 @@ class RepositoryFS(vfs_base.Storage):
             self._second.read_ahead(paths, READ_AHEAD_AFTER)
         else:
             self.base.advise_reads(paths)
+
+    @property
+    def can_read_ahead(self):
+        """Whether read_ahead does anything: the second process reads
+        ahead, or the base can start the reads (ADVISES_READS: a local
+        disk, where the page cache may lack the files)."""
+        return (self._reads_ahead() or
+                vfs_base.ADVISES_READS in self.base.capabilities)
 
     def _reads_ahead(self):
         """An encrypted repository on a local disk (format 6)."""

@@ -16,6 +16,8 @@ import obnamlib.engine.restore_writer
 import obnamlib.engine.restorer
 import obnamlib.vfs.local
 from obnamlib.engine.live_metadata import encode_xattrs
+from obnamlib.repo.interface import PREFETCHES_CHUNKS
+from obnamlib.vfs.base import ADVISES_READS
 from tests.gpg_fixture import reference_gpg_home  # noqa: F401
 from tests.nobody import NOBODY, as_nobody, why_python_cannot_run_as_nobody
 from tests.obnamlib import restore_helpers as rh
@@ -890,9 +892,16 @@ def test_fatal_target_error_ends_restore_at_once(world, sizes):
 
 # --- read-ahead hints ------------------------------------------------------
 
-def record_hints_and_reads(repo):
+def record_hints_and_reads(repo, hints_act=True):
     """The real repository, with its prefetch hints and chunk reads noted
-    in order: [('hint', [ids]) or ('read', id)]."""
+    in order: [('hint', [ids]) or ('read', id)].  Its storage says that
+    hints do something (a local disk) or, hints_act False, that they do
+    nothing (tmpfs), wherever the test's directory is."""
+    base = repo.fs.base
+    if hints_act:
+        base.capabilities = base.capabilities | {ADVISES_READS}
+    else:
+        base.capabilities = base.capabilities - {ADVISES_READS}
     events = []
     hint, read = repo.prefetch_chunks, repo.get_chunk_content
 
@@ -945,6 +954,26 @@ def test_every_chunk_is_announced_before_it_is_read(world):
     assert len(announced) == len(set(announced)) == len(reads) == 71 + 100 + 3
     assert set(announced) == set(reads)
     assert [len(ids) for ids in hints] == [64, 64, 46]
+
+
+def test_a_repository_whose_hints_do_nothing_is_given_none(world):
+    """A plain repository in memory: no hints, nothing looked at ahead,
+    the same tree."""
+    tmp, live = world
+    for path in ('a/d/x', 'a/y', 'b', 'c/z'):
+        (live / path).parent.mkdir(parents=True, exist_ok=True)
+        (live / path).write_bytes(path.encode() * 5000)
+    os.link(live / 'b', live / 'c' / 'b2')
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    events = record_hints_and_reads(repo, hints_act=False)
+    assert PREFETCHES_CHUNKS not in repo.capabilities
+    r, rep = restorer(repo, gen, tmp / 'target')
+    r.restore()
+    assert rep.errors == []
+    assert facts(tmp / 'target' / str(live).lstrip('/')) == facts(live)
+    assert {kind for kind, _ in events} == {'read'}
+    assert r.fetcher.ahead == {}
 
 
 def test_read_ahead_stops_at_its_byte_limit(world, monkeypatch):

@@ -230,6 +230,19 @@ def test_a_local_disk_reads_and_creates_one_at_a_time(tmp_path):
     assert obnamlib.vfs.base.CREATES_IN_PARALLEL not in fs.capabilities
 
 
+@pytest.mark.parametrize('fstype, advises', [
+    ('ext4', True), ('nfs4', True), ('tmpfs', False), ('ramfs', False)])
+def test_reads_are_advised_except_in_memory(tmp_path, fstype, advises):
+    fs = local_fs_on(tmp_path, fstype)
+    assert (obnamlib.vfs.base.ADVISES_READS in fs.capabilities) is advises
+
+
+def test_without_a_mount_table_reads_are_advised(tmp_path):
+    fs = obnamlib.vfs.local.LocalFS(str(tmp_path),
+                                    mountinfo=str(tmp_path / 'none'))
+    assert obnamlib.vfs.base.ADVISES_READS in fs.capabilities
+
+
 @pytest.mark.timeout(60)
 def test_reads_on_a_network_mount_are_in_flight_together(
         tmp_path, monkeypatch):

@@ -10,8 +10,10 @@ import obnamlib.vfs.local
 from obnamlib import errors
 from obnamlib.repo.storage import filters, repo_fs
 from obnamlib.repo import factory as repo_factory
+from obnamlib.repo import interface as repo_interface
 from obnamlib.repo.fmt_6 import chunk_store, chunk_writer
 from obnamlib.repo.fmt_6.chunk_store import ChunkStore, idpath
+from obnamlib.repo.fmt_6.repo_fmt_6 import RepositoryFormat6
 from tests.obnamlib.mount_tables import local_fs_on
 from tests.obnamlib.restore_helpers import new_repository
 
@@ -346,6 +348,18 @@ def test_a_network_mount_gets_several_writers_and_batched_reads(tmp_path):
     assert len(reader.fetched) == min(100, reader.fetched.max_chunks)
     assert [reader.get(i) for i in ids] == [b'chunk %d' % i
                                             for i in range(100)]
+
+
+@pytest.mark.parametrize('fstype, prefetches', [
+    ('ext4', True), ('fuse.glusterfs', True), ('tmpfs', False)])
+def test_prefetch_does_something_except_for_a_plain_store_in_memory(
+        tmp_path, fstype, prefetches):
+    fs = repo_fs.RepositoryFS(local_fs_on(tmp_path, fstype))
+    assert fs.can_read_ahead is prefetches
+    assert ChunkStore(fs).prefetches is prefetches
+    repo = RepositoryFormat6(fs)
+    assert (repo_interface.PREFETCHES_CHUNKS in repo.capabilities) is \
+        prefetches
 
 
 def test_a_local_disk_keeps_one_writer(tmp_path):
