@@ -16,7 +16,11 @@ from obnamlib.vfs import mounts
 
 
 def _clean(path):
-    """A relative str path without empty or '.' components."""
+    """A relative str path without empty or '.' components (the usual
+    repository path has none: returned without a split)."""
+    if ('.' not in path and '//' not in path and path[:1] != '/' and
+            path[-1:] != '/'):
+        return path
     return '/'.join(p for p in path.split('/') if p not in ('', '.'))
 
 
@@ -170,6 +174,7 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
         root = os.path.abspath(os.fsdecode(root))
         super().__init__(root)
         self.root = root
+        self.prefix = root if root.endswith('/') else root + '/'
         self.known_dirs = set()       # directories we know exist
         self.counter_lock = threading.Lock()
         if os.path.exists(root) and not os.path.isdir(root):
@@ -190,7 +195,7 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
         if isinstance(path, bytes):
             return path
         rel = _clean(path)
-        return os.path.join(self.root, rel) if rel else self.root
+        return self.prefix + rel if rel else self.root
 
     # --- StorageFS ----------------------------------------------------------
 

@@ -300,7 +300,9 @@ class ChunkStore:
             self.writer.drop_errors()
 
     def _wait_for(self, path):
-        if self._is_pending(path):
+        """Files are pending only while writing behind (write_behind(False)
+        waits for them all)."""
+        if self.writer is not None and self._is_pending(path):
             self.background.wait()
 
     def _note_written(self, chunk_id):

@@ -18,6 +18,11 @@ UNFILTERED_NAMES = ('key', 'userkeys', 'lock')
 
 
 def normalise(path):
+    """path without empty or '.' components (the usual path, a chunk
+    file's or a B-tree node's, has none: no split per read)."""
+    if ('.' not in path and '//' not in path and path[:1] != '/' and
+            path[-1:] != '/'):
+        return path
     return '/'.join(part for part in path.split('/') if part not in ('', '.'))
 
 
@@ -78,6 +83,8 @@ class ContentFilter:
         if self.format5:
             return filters.unwrap_format5(data, self._format5_decryptor(path),
                                           filename=path)
+        if self.keys is None:
+            return filters.unwrap(data, None, filename=path)
         return filters.unwrap(data, self._decryptor(path), filename=path)
 
     def _format5_decryptor(self, path):
@@ -90,8 +97,6 @@ class ContentFilter:
         return lambda data: self.cipher.decrypt(data, passphrase)
 
     def _decryptor(self, path):
-        if self.keys is None:
-            return None
         toplevel = toplevel_of(path)
 
         def decrypt(data):

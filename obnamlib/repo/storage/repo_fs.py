@@ -87,11 +87,12 @@ class RepositoryFS(vfs_base.Storage):
     # --- filtered content -------------------------------------------------
 
     def read_file(self, path):
-        got = self._second.take(path)
-        if got is not None:
-            data, stored_size = got
-            self.bytes_read += stored_size
-            return data
+        if self._second.process is not None:    # it may have read ahead
+            got = self._second.take(path)
+            if got is not None:
+                data, stored_size = got
+                self.bytes_read += stored_size
+                return data
         return self._filter.unwrap(path, self.read_raw(path))
 
     @property

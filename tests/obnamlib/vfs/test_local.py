@@ -208,6 +208,20 @@ def test_read_file_does_not_trust_the_size_a_file_claims():
     assert got.startswith(b'Name:') and len(got) > 100
 
 
+@pytest.mark.parametrize('path', ['d/f', './d/f', 'd//f', '/d/f', 'd/./f'])
+def test_relative_paths_are_below_the_root_however_spelt(tmp_path, path):
+    (tmp_path / 'd').mkdir()
+    (tmp_path / 'd' / 'f').write_bytes(b'data')
+    assert obnamlib.vfs.local.LocalFS(str(tmp_path)).read_file(path) == \
+        b'data'
+
+
+def test_relative_paths_below_the_filesystem_root():
+    fs = obnamlib.vfs.local.LocalFS('/')
+    assert fs.read_file('proc/self/status').startswith(b'Name:')
+    assert fs.exists('proc') and fs.exists('./proc/')
+
+
 def test_read_file_of_a_directory_names_it(tmp_path):
     (tmp_path / 'd').mkdir()
     with pytest.raises(IsADirectoryError) as info:

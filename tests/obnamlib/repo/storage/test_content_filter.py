@@ -15,11 +15,23 @@ from tests.obnamlib.repo.storage.test_repo_fs import PassphraseTable
     ('123/key', False, '123'),
     ('chunks/userkeys', False, 'chunks'),
     ('lock', False, 'lock'),
+    ('/metadata/format', False, 'metadata'),
+    ('metadata/./format', False, 'metadata'),
+    ('metadata/format/', False, 'metadata'),
+    ('123//key', False, '123'),
 ])
 def test_which_files_are_filtered_and_their_toplevel(path, filtered,
                                                      toplevel):
     assert content_filter.is_filtered(path) == filtered
     assert content_filter.toplevel_of(path) == toplevel
+
+
+@pytest.mark.parametrize('path', [
+    'chunks/0/0/0/1', './a', 'a/./b', '/a/b', 'a//b', 'a/b/', '.', '',
+    'a/.hidden', 'a/b..c/'])
+def test_normalise_is_the_path_without_empty_or_dot_components(path):
+    assert content_filter.normalise(path) == '/'.join(
+        part for part in path.split('/') if part not in ('', '.'))
 
 
 def test_format5_filters_its_format_file():
