@@ -7,8 +7,8 @@ public APIs only:
 * the OpenSSH client run as a subprocess (`ssh ... -s HOST sftp`), the
   default as in Obnam 1.x: the user's ~/.ssh/config, agent, keys and
   known_hosts all apply exactly as for `sftp`, and the crypto runs in C;
-* paramiko's own SSH transport (`--pure-paramiko`, or when the ssh
-  executable cannot be started).
+* paramiko's own SSH transport (ssh_paramiko.py: `--pure-paramiko`, or
+  when the ssh executable cannot be started), loaded only then.
 
 Host keys are never silently trusted.  With paramiko, an unknown host is an
 error unless the host-key policy says `no` (Obnam 1.x accepted unknown hosts
@@ -17,69 +17,43 @@ client gets `StrictHostKeyChecking` from the same policy, with `no` passed as
 `accept-new` so that a changed key stays fatal there too.
 """
 
+import functools
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 
-import paramiko
-
 from obnamlib.errors import ObnamError
+from obnamlib.vfs.sftp import ssh_config
 from obnamlib.vfs.sftp.codec import ProtocolError
+from obnamlib.vfs.sftp.ssh_errors import (  # noqa: F401 (callers' names)
+    KeyAuthenticationError, NoHostKeyError, NoHostKeyOfWantedTypeError,
+    SshConnectError, WrongHostKeyError)
 from obnamlib.vfs.sftp.wire import Wire
 
 
-CONNECT_TIMEOUT = 30
-DEFAULT_KEY_FILES = ('~/.ssh/id_ed25519', '~/.ssh/id_ecdsa', '~/.ssh/id_rsa')
-GLOBAL_KNOWN_HOSTS = '/etc/ssh/ssh_known_hosts'
-KEY_CLASSES = tuple(getattr(paramiko, name) for name in
-                    ('Ed25519Key', 'ECDSAKey', 'RSAKey', 'DSSKey')
-                    if hasattr(paramiko, name))
-# paramiko names the signature algorithms of an RSA host key differently.
-RSA_ALGORITHMS = ('rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa')
-
-# What a connection's channel raises when the connection breaks.
-CONNECTION_ERRORS = (EOFError, OSError, ProtocolError, paramiko.SSHException)
+# What a connection's channel raises when the connection breaks (the
+# paramiko transport turns its own exceptions into ConnectionErrors).
+CONNECTION_ERRORS = (EOFError, OSError, ProtocolError)
 
 log = logging.getLogger(__name__)
 
 
-class NoHostKeyError(ObnamError):
-    code = 'R5F98AX'
-    msg = 'No known host key for {hostname}'
-
-
-class NoHostKeyOfWantedTypeError(ObnamError):
-    code = 'R8AAC1X'
-    msg = 'No known type {key_type} host key for {hostname}'
-
-
-class WrongHostKeyError(ObnamError):
-    code = 'R47416X'
-    msg = ('SSH server {hostname} offered wrong public key\n'
-           'The server offered a key ({key_type}, fingerprint {fingerprint}) '
-           'that differs from the one in your known hosts file. Someone may '
-           'be intercepting the connection, or the server was reinstalled. '
-           'Check the key with the server administrator; if it is right, '
-           'remove the old entry (ssh-keygen -R {hostname}) and try again.')
-
-
-class KeyAuthenticationError(ObnamError):
-    code = 'RCB0CAX'
-    msg = "Can't authenticate to SSH server using key"
-
-
-class SshConnectError(ObnamError):
-    """The server could not be reached or the ssh client failed."""
-    code = 'RC4E32X'
-    msg = 'Cannot connect to SSH server {hostname}: {reason}'
+class ParamikoMissingError(ObnamError):
+    code = 'R62619X'
+    msg = ('Missing Python module {module}, needed {why}: install the '
+           'Debian package python3-paramiko (or the pip package paramiko)')
 
 
 class SshTarget:
-    """Where to connect and how, after ~/.ssh/config and settings apply."""
+    """Where to connect and how, after ~/.ssh/config and settings apply.
+
+    The ssh configuration is read when first needed: a working OpenSSH
+    connection never needs it (ssh reads its own), only error messages
+    and the paramiko transport do.
+    """
 
     def __init__(self, host, port=None, user=None, settings=None):
         settings = {} if settings is None else settings
@@ -91,12 +65,28 @@ class SshTarget:
             _setting(settings, 'ssh-known-hosts', '') or '~/.ssh/known_hosts')
         self.ssh_command = _setting(settings, 'ssh-command', '') or 'ssh'
         self.pure_paramiko = bool(_setting(settings, 'pure-paramiko', False))
-        self.config = _ssh_config_for(host)
-        self.hostname = self.config.get('hostname', host)
-        self.port = port or int(self.config.get('port', 22))
-        self.user = user or self.config.get('user') or _local_user()
         self.policy_setting = _policy_setting(settings)
-        self.policy = _host_key_policy(self.policy_setting, self.config)
+
+    @functools.cached_property
+    def config(self):
+        return ssh_config.lookup(self.alias, self.url_port, self.url_user,
+                                 self.ssh_command, self.pure_paramiko)
+
+    @property
+    def hostname(self):
+        return self.config.get('hostname', self.alias)
+
+    @property
+    def port(self):
+        return self.url_port or int(self.config.get('port', 22))
+
+    @property
+    def user(self):
+        return self.url_user or self.config.get('user') or _local_user()
+
+    @property
+    def policy(self):
+        return _host_key_policy(self.policy_setting, self.config)
 
     @property
     def known_hosts_name(self):
@@ -122,19 +112,6 @@ def _local_user():
     return pwd.getpwuid(os.getuid()).pw_name
 
 
-def _ssh_config_for(host):
-    """The ~/.ssh/config entries for `host` (empty if there is no file)."""
-    path = os.path.expanduser('~/.ssh/config')
-    if not os.path.exists(path):
-        return {}
-    try:
-        config = paramiko.SSHConfig.from_path(path)
-        return dict(config.lookup(host))
-    except Exception as e:  # a config paramiko cannot parse: ssh may still
-        log.warning('Cannot use %s with paramiko: %s', path, e)
-        return {}
-
-
 def _policy_setting(settings):
     """ssh-host-keys-check, with the deprecated --strict-ssh-host-keys."""
     if _setting(settings, 'strict-ssh-host-keys', False):
@@ -154,183 +131,32 @@ def _host_key_policy(setting, config):
 
 def open_sftp(target):
     """A connection to `target` with its SFTP session started (`.wire`)."""
-    if not target.pure_paramiko:
+    if target.pure_paramiko:
+        why = 'for --pure-paramiko'
+    else:
         try:
             return OpenSSHConnection(target)
         except _ExecutableMissing as e:
             log.warning('Cannot run %s (%s); using paramiko instead',
                         target.ssh_command, e)
-    return ParamikoConnection(target)
+            why = 'because %s cannot be run (%s)' % (target.ssh_command, e)
+    return _paramiko_transport(why).ParamikoConnection(target)
+
+
+def _paramiko_transport(why):
+    """The ssh_paramiko module; ParamikoMissingError if paramiko (or what
+    it needs) is not installed."""
+    try:
+        from obnamlib.vfs.sftp import ssh_paramiko
+    except ImportError as e:
+        if (e.name or '').startswith('obnamlib'):
+            raise
+        raise ParamikoMissingError(module=e.name or 'paramiko', why=why)
+    return ssh_paramiko
 
 
 class _ExecutableMissing(Exception):
     pass
-
-
-class ParamikoConnection:
-    """SSH via paramiko's transport: host key check and key authentication."""
-
-    stderr_lines = ()       # paramiko reports its problems as exceptions
-
-    def __init__(self, target):
-        self.target = target
-        sock = _tcp_connect(target)
-        self.transport = paramiko.Transport(sock)
-        try:
-            known = _load_known_hosts(target)
-            _prefer_known_key_types(self.transport, known)
-            self.transport.start_client(timeout=CONNECT_TIMEOUT)
-            check_host_key(target, self.transport.get_remote_server_key(),
-                           known)
-            _authenticate(self.transport, target)
-            self.channel = self.transport.open_session(
-                window_size=16 * 1024 * 1024, max_packet_size=256 * 1024)
-            self.channel.invoke_subsystem('sftp')
-            self.wire = Wire(self.channel)
-            self.wire.start()
-        except EOFError:
-            self.transport.close()
-            raise SshConnectError(hostname=target.hostname,
-                                  reason='EOF during negotiation')
-        except (paramiko.SSHException, ProtocolError) as e:
-            self.transport.close()
-            raise SshConnectError(hostname=target.hostname, reason=str(e))
-        except BaseException:
-            self.transport.close()
-            raise
-
-    def is_alive(self):
-        return self.transport.is_active()
-
-    def close(self):
-        try:
-            self.channel.close()
-        finally:
-            self.transport.close()
-
-
-def _tcp_connect(target):
-    try:
-        sock = socket.create_connection((target.hostname, target.port),
-                                        timeout=CONNECT_TIMEOUT)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return sock
-    except OSError as e:
-        reason = e.strerror or str(e)
-        raise SshConnectError(hostname='%s port %d' % (target.hostname,
-                                                       target.port),
-                              reason=reason)
-
-
-def _load_known_hosts(target):
-    """A HostKeys with the global and the user's known hosts."""
-    keys = paramiko.HostKeys()
-    for path in (GLOBAL_KNOWN_HOSTS, target.known_hosts):
-        if os.path.exists(path):
-            try:
-                keys.load(path)
-            except (OSError, paramiko.SSHException) as e:
-                log.warning('Cannot read known hosts %s: %s', path, e)
-    found = keys.lookup(target.known_hosts_name) or {}
-    return dict(found)
-
-
-def _prefer_known_key_types(transport, known):
-    """Ask for a host key type we already know, as OpenSSH does."""
-    if not known:
-        return
-    wanted = []
-    for name in known:
-        wanted.extend(RSA_ALGORITHMS if name == 'ssh-rsa' else [name])
-    options = transport.get_security_options()
-    current = list(options.key_types)
-    first = [t for t in current if t in wanted]
-    options.key_types = first + [t for t in current if t not in first]
-
-
-def check_host_key(target, server_key, known):
-    """Raise unless `server_key` is the known key (or policy allows new)."""
-    key_type = server_key.get_name()
-    hostname = target.known_hosts_name
-    if key_type in known:
-        if known[key_type] != server_key:
-            raise WrongHostKeyError(hostname=hostname, key_type=key_type,
-                                    fingerprint=_fingerprint(server_key))
-        return
-    if target.accepts_unknown_hosts():
-        log.warning('Accepting unknown %s host key %s for %s '
-                    '(ssh-host-keys-check=%s)', key_type,
-                    _fingerprint(server_key), hostname, target.policy)
-        return
-    if known:
-        raise NoHostKeyOfWantedTypeError(key_type=key_type, hostname=hostname)
-    raise NoHostKeyError(hostname=hostname)
-
-
-def _fingerprint(key):
-    import base64
-    import hashlib
-    digest = hashlib.sha256(key.asbytes()).digest()
-    return 'SHA256:' + base64.b64encode(digest).decode().rstrip('=')
-
-
-def _authenticate(transport, target):
-    """Try agent keys, --ssh-key, config IdentityFile, default keys."""
-    for key in _candidate_keys(target):
-        try:
-            transport.auth_publickey(target.user, key)
-        except paramiko.AuthenticationException as e:
-            log.debug('Key %s refused: %s', key.get_name(), e)
-            continue
-        if transport.is_authenticated():
-            return
-    raise KeyAuthenticationError(hostname=target.hostname, user=target.user)
-
-
-def _candidate_keys(target):
-    try:
-        agent_keys = paramiko.Agent().get_keys()
-    except paramiko.SSHException as e:
-        log.debug('No ssh-agent keys: %s', e)
-        agent_keys = ()
-    yield from agent_keys
-    for path in _key_files(target):
-        key = load_private_key(path)
-        if key is not None:
-            yield key
-
-
-def _key_files(target):
-    files = []
-    if target.ssh_key:
-        files.append(target.ssh_key)
-    files.extend(target.config.get('identityfile', []))
-    files.extend(DEFAULT_KEY_FILES)
-    seen = []
-    for path in files:
-        path = os.path.expanduser(path)
-        if path not in seen and (path == target.ssh_key or
-                                 os.path.exists(path)):
-            seen.append(path)
-    return seen
-
-
-def load_private_key(path):
-    """A paramiko key from an OpenSSH/PEM private key file, or None."""
-    for cls in KEY_CLASSES:
-        try:
-            return cls.from_private_key_file(path)
-        except paramiko.PasswordRequiredException:
-            log.warning('Key %s has a passphrase; load it into ssh-agent to '
-                        'use it with paramiko', path)
-            return None
-        except (paramiko.SSHException, ValueError):
-            continue
-        except OSError as e:
-            log.warning('Cannot read key %s: %s', path, e)
-            return None
-    log.warning('Cannot load key %s: unsupported type', path)
-    return None
 
 
 class OpenSSHConnection:

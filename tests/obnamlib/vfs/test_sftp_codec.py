@@ -134,10 +134,10 @@ def test_an_unknown_attribute_is_refused():
         codec.attrs(st_ino=5)
 
 
-def test_only_ssh_auth_uses_paramiko():
+def test_only_ssh_paramiko_uses_paramiko():
     """The codec, the wire and SftpFS need nothing from paramiko: only
-    opening the connection does (with its public API)."""
+    its own transport does (with its public API)."""
     users = sorted(path.name for path in PACKAGE.glob('*.py')
                    if 'import paramiko' in path.read_text() or
                    'from paramiko' in path.read_text())
-    assert users == ['ssh_auth.py']
+    assert users == ['ssh_paramiko.py']
