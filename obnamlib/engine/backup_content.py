@@ -8,7 +8,6 @@ system become per-file errors (as_obnam_error), raised as LiveFileError.
 """
 
 import errno
-import hashlib
 import os
 import stat as stat_module
 
@@ -17,7 +16,6 @@ import obnamlib.vfs.base
 from obnamlib.engine import backup_reading
 
 
-EMPTY_MD5 = hashlib.md5(b'').digest()
 # Files of at least this size are read ahead where the fs allows it.
 READ_AHEAD_SIZE = backup_reading.MIN_SIZE
 
@@ -56,31 +54,6 @@ def as_obnam_error(error, path, io=False):
     cls = obnamlib.errors.ObnamIOError if io else \
         obnamlib.errors.ObnamSystemError
     return cls(filename=path, errno=error.errno, strerror=error.strerror)
-
-
-class _WholeFileDigest:
-    """MD5 of a whole file from its chunks.  Most files are one chunk, and
-    then the chunk's digest is the file's: the content is hashed once."""
-
-    def __init__(self):
-        self.first = None         # (chunk, digest) while only one is known
-        self.md5 = None
-
-    def add(self, chunk, digest):
-        if self.md5 is None and self.first is None:
-            self.first = (chunk, digest)
-            return
-        if self.md5 is None:
-            self.md5 = hashlib.md5(self.first[0])
-            self.first = None
-        self.md5.update(chunk)
-
-    def digest(self):
-        if self.md5 is not None:
-            return self.md5.digest()
-        if self.first is not None:
-            return self.first[1]
-        return EMPTY_MD5
 
 
 class FileContent:
@@ -153,7 +126,8 @@ class FileContent:
         if self.reader is not None and st.st_size >= READ_AHEAD_SIZE:
             ahead = self.reader.take(path)
         if ahead is not None:
-            return self._store_chunks(path, ahead, ahead.changed)
+            return self._store_chunks(path, ahead, ahead.changed,
+                                      ahead.whole_digest)
         try:
             f = self._open(path)
         except (OSError, obnamlib.errors.ObnamError) as e:
@@ -178,10 +152,12 @@ class FileContent:
             if pattern.search(path):
                 raise OSError(errno.ENOENT, os.strerror(errno.ENOENT), path)
 
-    def _store_chunks(self, path, pieces, changed):
+    def _store_chunks(self, path, pieces, changed, whole_digest=None):
         """Store the (chunk, digest or None) pieces; then changed() says
-        whether the file moved while it was read."""
-        whole = _WholeFileDigest()
+        whether the file moved while it was read.  whole_digest gives the
+        file's MD5 when the pieces' reader computed it; else it is
+        computed here."""
+        whole = None if whole_digest else backup_reading.WholeFileDigest()
         chunk_ids = []
         pieces = iter(pieces)
         while True:
@@ -193,11 +169,13 @@ class FileContent:
                 break
             chunk_id, digest = self.chunks.store(*piece)
             chunk_ids.append(chunk_id)
-            whole.add(piece[0], digest)
+            if whole is not None:
+                whole.add(piece[0], digest)
             self.after_chunk()
         if changed():
             raise LiveFileError(FileChangedDuringBackup(filename=path))
-        return chunk_ids, whole.digest()
+        return chunk_ids, (whole_digest() if whole is None
+                           else whole.digest())
 
 
 def _without_digests(chunks):

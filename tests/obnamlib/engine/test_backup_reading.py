@@ -85,6 +85,7 @@ def test_files_come_back_in_order_as_hashed_chunks(files):
             assert all(d == md5(c) for c, d in pieces)
             assert all(len(c) == CHUNK for c, _ in pieces[:-1])
             assert not taken.changed()
+            assert taken.whole_digest() == md5(data)
     finally:
         reader.close()
     assert files.opened == [path for path, _ in made]
