@@ -122,7 +122,7 @@ class GenerationTree:
         value = self._value(keys.file_key(file_id, keys.FILE_METADATA))
         if value is None:
             return Metadata()
-        return decode_metadata(value, what='metadata of %r' % path)
+        return decode_metadata(value, of_path=path)
 
     def children(self, path):
         """Basenames in the directory, sorted bytewise ([] if not a dir)."""

@@ -4,6 +4,7 @@ The fixed part packs the fields in one order; the presence flags use
 another bit order, which is why both tables are spelled out here.
 """
 
+import dataclasses
 import operator
 import struct
 
@@ -95,33 +96,74 @@ def _int_value(metadata, name):
     return value
 
 
-def decode_metadata(data, what='file metadata'):
-    """bytes -> Metadata; RepositoryCorrupt if the value is malformed."""
-    if len(data) < FIXED_SIZE:
-        raise errors.RepositoryCorrupt(
-            what=what, reason='metadata value has %d bytes, expected at least '
-            '%d' % (len(data), FIXED_SIZE))
+def decode_metadata(data, what='file metadata', of_path=None):
+    """bytes -> Metadata; RepositoryCorrupt if the value is malformed.
+    of_path: the path whose metadata this is (the error then says
+    `metadata of <path>`, made only when it is raised).  Once per file
+    of a restore or listing: the fields present come from the flags
+    word's layout, worked out once per flags word."""
+    size = len(data)
+    if size < FIXED_SIZE:
+        raise _corrupt(what, of_path, 'metadata value has %d bytes, expected '
+                       'at least %d' % (size, FIXED_SIZE))
     values = _FIXED.unpack_from(data)
-    flags = values[0]
-    ints = values[1:1 + len(INT_FIELDS)]
-    lengths = values[1 + len(INT_FIELDS):]
-    if FIXED_SIZE + sum(lengths) != len(data):
-        raise errors.RepositoryCorrupt(
-            what=what, reason='metadata string lengths do not match its size')
-    fields = {}
-    for name, value in zip(INT_FIELDS, ints):
-        if flags & (1 << FLAG_BITS[name]):
-            fields[name] = value
-    for name in _32_BIT_FIELDS:
-        if fields.get(name, 0) > _LAST_32_BIT:
-            raise errors.RepositoryCorrupt(
-                what=what, reason='metadata %s %d is out of range'
-                % (name[len('st_'):], fields[name]))
+    lengths = values[_FIRST_LENGTH:]
+    if FIXED_SIZE + sum(lengths) != size:
+        raise _corrupt(what, of_path,
+                       'metadata string lengths do not match its size')
+    ints_present, strs_present, checked = _layout(values[0])
+    if ints_present is None:
+        ints = values[1:_FIRST_LENGTH]
+    else:
+        ints = [value if present else None
+                for value, present in zip(values[1:_FIRST_LENGTH],
+                                          ints_present)]
+    for index, name in checked:
+        if ints[index] > _LAST_32_BIT:
+            raise _corrupt(what, of_path, 'metadata %s %d is out of range'
+                           % (name[len('st_'):], ints[index]))
+    strs = []
     pos = FIXED_SIZE
-    for name, length in zip(STR_FIELDS, lengths):
-        if flags & (1 << FLAG_BITS[name]):
-            fields[name] = data[pos:pos + length]
+    for present, length in zip(strs_present, lengths):
+        strs.append(data[pos:pos + length] if present else None)
         pos += length
-    return Metadata(**fields)
+    return Metadata(*ints, *strs)
 
 
+def _corrupt(what, of_path, reason):
+    if of_path is not None:
+        what = 'metadata of %r' % (of_path,)
+    return errors.RepositoryCorrupt(what=what, reason=reason)
+
+
+_FIRST_LENGTH = 1 + len(INT_FIELDS)     # in the unpacked fixed part
+
+# Metadata(*ints, *strings) takes the fields in the packing order.
+assert tuple(f.name for f in dataclasses.fields(Metadata)) == \
+    INT_FIELDS + STR_FIELDS
+
+# flags word (the known bits) -> its layout; a damaged repository may
+# hold any word, so at most _LAYOUTS_KEPT are kept.
+_LAYOUTS = {}
+_LAYOUTS_KEPT = 4096
+_KNOWN_FLAGS = sum(1 << bit for bit in FLAG_BITS.values())
+
+
+def _layout(flags):
+    """(per integer field whether present, or None if all are; per
+    string field whether present; (index, name) of the 32-bit fields
+    present) of a flags word."""
+    flags &= _KNOWN_FLAGS
+    layout = _LAYOUTS.get(flags)
+    if layout is None:
+        ints = tuple(bool(flags & (1 << FLAG_BITS[name]))
+                     for name in INT_FIELDS)
+        strs = tuple(bool(flags & (1 << FLAG_BITS[name]))
+                     for name in STR_FIELDS)
+        checked = tuple((INT_FIELDS.index(name), name)
+                        for name in _32_BIT_FIELDS
+                        if ints[INT_FIELDS.index(name)])
+        layout = (None if all(ints) else ints), strs, checked
+        if len(_LAYOUTS) < _LAYOUTS_KEPT:
+            _LAYOUTS[flags] = layout
+    return layout

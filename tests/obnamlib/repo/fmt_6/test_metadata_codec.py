@@ -4,6 +4,8 @@ import hashlib
 import stat
 import struct
 
+import hypothesis
+import hypothesis.strategies as st
 import pytest
 
 from obnamlib import errors
@@ -140,3 +142,85 @@ def test_a_string_field_that_is_not_bytes_is_refused_by_name():
     with pytest.raises(TypeError) as e:
         codec.encode_metadata(full(username='usr'))
     assert 'metadata username must be bytes, not str' in str(e.value)
+
+
+# --- the cached layouts against the field-by-field decoding -------------
+
+def decoded_field_by_field(data, what='file metadata'):
+    """decode_metadata as it was before the layouts were cached: each
+    field's flag tested in turn."""
+    if len(data) < codec.FIXED_SIZE:
+        raise errors.RepositoryCorrupt(
+            what=what, reason='metadata value has %d bytes, expected at '
+            'least %d' % (len(data), codec.FIXED_SIZE))
+    values = struct.unpack_from('!QQqQqQQQQQQQQQQQQQ', data)
+    flags = values[0]
+    ints = values[1:1 + len(codec.INT_FIELDS)]
+    lengths = values[1 + len(codec.INT_FIELDS):]
+    if codec.FIXED_SIZE + sum(lengths) != len(data):
+        raise errors.RepositoryCorrupt(
+            what=what, reason='metadata string lengths do not match its size')
+    fields = {}
+    for name, value in zip(codec.INT_FIELDS, ints):
+        if flags & (1 << codec.FLAG_BITS[name]):
+            fields[name] = value
+    for name in ('st_mode', 'st_uid', 'st_gid'):
+        if fields.get(name, 0) > 2 ** 32 - 1:
+            raise errors.RepositoryCorrupt(
+                what=what, reason='metadata %s %d is out of range'
+                % (name[len('st_'):], fields[name]))
+    pos = codec.FIXED_SIZE
+    for name, length in zip(codec.STR_FIELDS, lengths):
+        if flags & (1 << codec.FLAG_BITS[name]):
+            fields[name] = data[pos:pos + length]
+        pos += length
+    return Metadata(**fields)
+
+
+def outcome(decode, data, **kwargs):
+    try:
+        return 'ok', decode(data, **kwargs)
+    except errors.RepositoryCorrupt as e:
+        return type(e), str(e)
+
+
+_SIGNED_AT = {codec.INT_FIELDS.index(n) for n in ('st_mtime_sec',
+                                                  'st_atime_sec')}
+
+
+@hypothesis.settings(max_examples=250, deadline=None)
+@hypothesis.given(
+    flags=st.one_of(st.integers(0, 2 ** 17 - 1),
+                    st.integers(0, 2 ** 64 - 1)),
+    ints=st.lists(st.one_of(st.integers(0, 2 ** 32 + 1),
+                            st.integers(0, 2 ** 63 - 1)),
+                  min_size=12, max_size=12),
+    strings=st.lists(st.binary(max_size=6), min_size=5, max_size=5),
+    damage=st.sampled_from(['none', 'short', 'long', 'truncated']))
+def test_decoding_with_cached_layouts_is_the_field_by_field_result(
+        flags, ints, strings, damage):
+    ints = [-v if i in _SIGNED_AT and v % 3 == 0 else v
+            for i, v in enumerate(ints)]
+    lengths = [len(s) for s in strings]
+    data = struct.pack('!QQqQqQQQQQQQQQQQQQ', flags, *ints, *lengths) + \
+        b''.join(strings)
+    if damage == 'short':
+        data = data[:-1]
+    elif damage == 'long':
+        data += b'x'
+    elif damage == 'truncated':
+        data = data[:codec.FIXED_SIZE - 1]
+    for _ in range(2):      # the second time from the kept layout
+        assert outcome(codec.decode_metadata, data, what='file /x') == \
+            outcome(decoded_field_by_field, data, what='file /x')
+    assert outcome(codec.decode_metadata, data, of_path=b'/p') == \
+        outcome(decoded_field_by_field, data, what="metadata of b'/p'")
+
+
+def test_layouts_kept_are_bounded(monkeypatch):
+    monkeypatch.setattr(codec, '_LAYOUTS', {})
+    monkeypatch.setattr(codec, '_LAYOUTS_KEPT', 3)
+    for flags in range(10):
+        data = struct.pack('!QQqQqQQQQQQQQQQQQQ', flags, *[0] * 17)
+        assert codec.decode_metadata(data) == decoded_field_by_field(data)
+    assert sorted(codec._LAYOUTS) == [0, 1, 2]
