@@ -133,17 +133,21 @@ class MetadataApplier:
         self.euid = os.geteuid() if euid is None else euid
         self.log = log or (lambda text: None)
 
-    def apply(self, path, md):
+    def apply(self, path, md, open_file=None):
         """Apply md to path (bytes); returns a list of SetMetadataError
         (empty on success): a failed step does not stop later ones.
         Owner, mode and times go through the VFS's set_attributes (one
-        round trip over SFTP); xattrs, which SFTP lacks, are set one by
-        one."""
-        owner = self._owner_ids(md)
-        failures = self.fs.set_attributes(
-            path, owner=owner,
+        round trip over SFTP), or open_file's (path open for writing, its
+        content written: SETS_ATTRIBUTES_OF_OPEN_FILES); xattrs, which
+        SFTP lacks, are set one by one."""
+        attributes = dict(
+            owner=self._owner_ids(md),
             mode=self.mode_to_set(md) if self._mode_applies(md) else None,
             times=_times_ns(md))
+        if open_file is None:
+            failures = self.fs.set_attributes(path, **attributes)
+        else:
+            failures = open_file.set_attributes(**attributes)
         errors = []
         for name, what in (('owner', 'chown'), ('mode', 'chmod')):
             if name in failures and (name != 'owner' or self.euid == 0):

@@ -41,14 +41,18 @@ class FileContent:
                 self.end = self.size + len(data)
             self.size += len(data)
 
-    def finish(self):
-        """Close the file (made now if it is empty); the MD5 digest."""
+    def finish(self, before_close=None):
+        """Close the file (made now if it is empty); the MD5 digest.
+        before_close(file), if given, is called with the open file after
+        its last change (its metadata set through it)."""
         if self.f is None:
             self._open()
         f, self.f = self.f, None
         try:
             if self.end != self.size:
                 f.truncate(self.size)
+            if before_close is not None:
+                before_close(f)
         finally:
             f.close()
         return self.digest

@@ -37,7 +37,8 @@ next to the target, into block groups the rest of the disk has filled,
 where each file's inode is searched for.
 
 Files are created, written (obnamlib.engine.restore_writer) and given
-their metadata in the walk's own thread, each reported as it is done: a
+their metadata (through the open file before it is closed, where the
+target can: SETS_ATTRIBUTES_OF_OPEN_FILES) in the walk's own thread, each reported as it is done: a
 writer thread behind the walk measured slower on a quiet 2-core machine,
 the two threads taking turns at the GIL for every small file.
 """
@@ -51,6 +52,7 @@ import time
 import obnamlib.errors
 import obnamlib.engine.live_metadata
 import obnamlib.repo.metadata
+import obnamlib.vfs.base
 from obnamlib.engine import restore_writer, stored_names
 from obnamlib.engine.read_ahead import (READ_AHEAD_NAMES, HintedContent,
                                         chunk_size_guess)
@@ -126,6 +128,8 @@ class Restorer:
         self.applier = obnamlib.engine.live_metadata.MetadataApplier(
             fs, always_restore_setuid=always_restore_setuid, euid=euid,
             log=self._log)
+        self.through_open_files = (
+            obnamlib.vfs.base.SETS_ATTRIBUTES_OF_OPEN_FILES in fs.capabilities)
         self.stats = RestoreStats()
         self.failed = False
         self.hard_links = {}
@@ -360,14 +364,22 @@ class Restorer:
                             (os.fsdecode(path), _first_line(error)))
 
     def _set_metadata(self, path, md):
-        if md.st_mode is None:
-            return
+        if md.st_mode is not None:
+            self._report_metadata(path, self._apply_metadata(path, md))
+
+    def _apply_metadata(self, path, md, open_file=None):
+        """The applier's list of errors, or the ObnamError it raised (e.g.
+        a garbled xattr blob)."""
         try:
-            errors = self.applier.apply(self.dest(path), md)
-        except obnamlib.errors.ObnamError as e:     # e.g. a garbled xattr blob
-            self._failed(path, e)
+            return self.applier.apply(self.dest(path), md, open_file)
+        except obnamlib.errors.ObnamError as e:
+            return e
+
+    def _report_metadata(self, path, outcome):
+        if isinstance(outcome, obnamlib.errors.ObnamError):
+            self._failed(path, outcome)
             return
-        for error in errors:
+        for error in outcome:
             self._metadata_failed(error)
 
     def _metadata_failed(self, error):
@@ -427,10 +439,14 @@ class Restorer:
 
     def _write_part(self, path, md, content, pieces, last):
         """Write pieces; at the last part check the MD5 and set the
-        metadata."""
+        metadata (through the open file where the target can: what
+        happened is reported after the check, as if set after it)."""
+        applied = []
         try:
             content.write(pieces)
-            digest = content.finish() if last else None
+            digest = content.finish(
+                self._metadata_before_close(path, md, applied)) \
+                if last else None
         except (obnamlib.errors.ObnamError, OSError) as e:
             self._abandon(path, md, content, e)
             return
@@ -446,8 +462,20 @@ class Restorer:
             self._abandon(path, md, content, RestoredDataDamaged(
                 actual=digest.hexdigest(), recorded=md.md5.hex()))
             return
-        self._set_metadata(path, md)
+        if applied:
+            self._report_metadata(path, applied[0])
+        else:
+            self._set_metadata(path, md)
         self._count(path, md)
+
+    def _metadata_before_close(self, path, md, applied):
+        """FileContent.finish's before_close where the target sets
+        metadata through open files (fchown, fchmod, futimens: no path
+        walk each), putting what happened in applied; None where the
+        metadata is set by path after the close."""
+        if not self.through_open_files or md.st_mode is None:
+            return None
+        return lambda f: applied.append(self._apply_metadata(path, md, f))
 
     def _abandon(self, path, md, content, error):
         """Remove what was written of a file that failed and report error

@@ -59,6 +59,11 @@ LIVE_READS_IN_BACKGROUND = 'live-reads-in-background'
 # it, read-ahead hints to a local repository do nothing.
 ADVISES_READS = 'advises-reads'
 
+# The files open_write returns have set_attributes(owner, mode, times),
+# as the VFS's for a path but through the open file (no path walk each:
+# fchown, fchmod, futimens), for use after the last write.
+SETS_ATTRIBUTES_OF_OPEN_FILES = 'sets-attributes-of-open-files'
+
 # Each operation waits for a server or a daemon (a local path on an NFS,
 # SMB or GlusterFS mount): create_file may be called from several threads
 # at once, and many creates in flight are faster than one after another.

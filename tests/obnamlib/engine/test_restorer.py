@@ -17,7 +17,7 @@ import obnamlib.engine.restorer
 import obnamlib.vfs.local
 from obnamlib.engine.live_metadata import encode_xattrs
 from obnamlib.repo.interface import PREFETCHES_CHUNKS
-from obnamlib.vfs.base import ADVISES_READS
+from obnamlib.vfs.base import ADVISES_READS, SETS_ATTRIBUTES_OF_OPEN_FILES
 from tests.gpg_fixture import reference_gpg_home  # noqa: F401
 from tests.nobody import NOBODY, as_nobody, why_python_cannot_run_as_nobody
 from tests.obnamlib import restore_helpers as rh
@@ -36,9 +36,13 @@ def world(tmp_path):
     return tmp_path, live
 
 
-def restorer(repo, gen, target, **kwargs):
+def restorer(repo, gen, target, by_path=False, **kwargs):
+    """by_path: the target's files take their metadata by path after
+    closing, as on a VFS without SETS_ATTRIBUTES_OF_OPEN_FILES."""
     reporter = kwargs.pop('reporter', Collect())
     fs = obnamlib.vfs.local.LocalFS('/')
+    if by_path:
+        fs.capabilities = fs.capabilities - {SETS_ATTRIBUTES_OF_OPEN_FILES}
     r = obnamlib.engine.restorer.Restorer(repo, gen, fs, os.fsencode(target),
                                    reporter=reporter, **kwargs)
     return r, reporter
@@ -110,13 +114,14 @@ def make_funny_farm(live):
         os.setxattr(live / 'xattrs', 'trusted.t', b'root only')
 
 
-def test_full_round_trip(world):
+@pytest.mark.parametrize('by_path', [False, True])
+def test_full_round_trip(world, by_path):
     tmp, live = world
     make_funny_farm(live)
     repo = rh.new_repository(tmp / 'repo')
     gen = rh.store_tree(repo, str(live))
     target = tmp / 'target'
-    r, rep = restorer(repo, gen, target)
+    r, rep = restorer(repo, gen, target, by_path=by_path)
     stats = r.restore()
     # Format 6 keeps no device number: said, and made as 0:0.
     assert rep.errors == [] and rep.notes == ([
@@ -295,7 +300,8 @@ def test_checksum_mismatch_is_notified_fails_the_run_and_leaves_no_file(world):
     assert not (target / str(live).lstrip('/') / 'f').exists()
 
 
-def test_metadata_failure_is_reported_with_r0fc21x(world):
+@pytest.mark.parametrize('by_path', [False, True])
+def test_metadata_failure_is_reported_with_r0fc21x(world, by_path):
     tmp, live = world
     write(live / 'f', b'x')
     repo = rh.new_repository(tmp / 'repo')
@@ -304,7 +310,7 @@ def test_metadata_failure_is_reported_with_r0fc21x(world):
     rh.rewrite_metadata(repo, gen, path,
                         xattr=encode_xattrs([(b'bogus.name', b'v')]))
     target = tmp / 'target'
-    r, rep = restorer(repo, gen, target)
+    r, rep = restorer(repo, gen, target, by_path=by_path)
     with pytest.raises(obnamlib.engine.restorer.RestoreErrors):
         r.restore()
     dest = target / str(live).lstrip('/') / 'f'
@@ -315,10 +321,11 @@ def test_metadata_failure_is_reported_with_r0fc21x(world):
     assert os.stat(dest).st_mtime_ns == os.stat(live / 'f').st_mtime_ns
 
 
+@pytest.mark.parametrize('by_path', [False, True])
 @pytest.mark.parametrize('euid, always, kept', [
     (0, False, True), (4321, False, False), (4321, True, True),
     (None, False, True)])
-def test_setuid_rule(world, euid, always, kept):
+def test_setuid_rule(world, euid, always, kept, by_path):
     tmp, live = world
     write(live / 'suid', b'x')
     os.chmod(live / 'suid', 0o6755)
@@ -327,10 +334,63 @@ def test_setuid_rule(world, euid, always, kept):
     gen = rh.store_tree(repo, str(live))
     target = tmp / 'target'
     r, _ = restorer(repo, gen, target, euid=uid if euid is None else euid,
-                    always_restore_setuid=always)
+                    always_restore_setuid=always, by_path=by_path)
     r.restore()
     mode = stat.S_IMODE(os.lstat(target / str(live).lstrip('/') / 'suid').st_mode)
     assert mode == (0o6755 if kept else 0o755)
+
+
+@pytest.mark.parametrize('by_path', [False, True])
+def test_regular_files_take_their_metadata_through_the_open_file(
+        world, monkeypatch, by_path):
+    """Where the target can (SETS_ATTRIBUTES_OF_OPEN_FILES), regular
+    files' owner, mode and times are set through the open file; the rest
+    by path, and everything by path where it cannot."""
+    tmp, live = world
+    make_funny_farm(live)
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    through_file, by_name = [], []
+    real_file = obnamlib.vfs.local.LocalFile.set_attributes
+    real_path = obnamlib.vfs.local.LocalFS.set_attributes
+    monkeypatch.setattr(
+        obnamlib.vfs.local.LocalFile, 'set_attributes',
+        lambda self, **kw: (through_file.append(self.path),
+                            real_file(self, **kw))[1])
+    monkeypatch.setattr(
+        obnamlib.vfs.local.LocalFS, 'set_attributes',
+        lambda self, path, **kw: (by_name.append(path),
+                                  real_path(self, path, **kw))[1])
+    target = tmp / 'target'
+    r, rep = restorer(repo, gen, target, by_path=by_path)
+    r.restore()
+    restored = target / str(live).lstrip('/')
+    assert facts(restored) == facts(live)
+    files = {os.fsencode(str(restored / name)) for name in (
+        'empty', 'small', 'multi', 'sparse-middle', 'ends-in-hole',
+        'all-zero', 'dir/inner', 'setuid', 'xattrs')}
+    if by_path:
+        assert through_file == [] and files <= set(by_name)
+    else:
+        assert set(through_file) == files and not files & set(by_name)
+        assert os.fsencode(str(restored / 'symlink')) in by_name
+
+
+def test_a_damaged_file_reports_its_checksum_not_its_metadata(world):
+    """Metadata set through the open file is reported only after the
+    checksum check, as when it was set after it."""
+    tmp, live = world
+    write(live / 'f', b'content')
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    rh.rewrite_metadata(repo, gen, os.fsencode(str(live / 'f')),
+                        md5=b'\0' * 16,
+                        xattr=encode_xattrs([(b'bogus.name', b'v')]))
+    r, rep = restorer(repo, gen, tmp / 'target')
+    with pytest.raises(obnamlib.engine.restorer.RestoreErrors):
+        r.restore()
+    assert len(rep.errors) == 1 and 'R2F75CX' in rep.errors[0]
+    assert not (tmp / 'target' / str(live).lstrip('/') / 'f').exists()
 
 
 def test_non_root_sets_only_user_xattrs(world):

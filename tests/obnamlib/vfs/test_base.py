@@ -12,6 +12,7 @@ import obnamlib.errors
 import obnamlib.vfs.base as base
 import obnamlib.vfs.local
 from obnamlib import larch
+from tests.obnamlib.mount_tables import local_fs_on
 from tests.paths import CHECKOUT
 
 
@@ -32,9 +33,11 @@ def test_plain_storage_has_no_capabilities(plain):
 
 
 def test_local_storage_writes_from_threads_and_holds_local_files(tmp_path):
-    fs = obnamlib.vfs.local.LocalFS(str(tmp_path))
+    fs = local_fs_on(tmp_path, 'ext4')
     assert fs.capabilities == {base.CREATES_IN_BACKGROUND, base.LOCAL_FILES,
-                               base.LIVE_READS_IN_BACKGROUND}
+                               base.LIVE_READS_IN_BACKGROUND,
+                               base.ADVISES_READS,
+                               base.SETS_ATTRIBUTES_OF_OPEN_FILES}
     assert fs.reads_in_batches is False
     assert fs.prefetch_size == 0
 

@@ -1,4 +1,6 @@
+import errno
 import os
+import stat
 import threading
 
 import pytest
@@ -385,3 +387,39 @@ def test_a_file_dropped_from_the_page_cache_must_wait_for_the_disk(
         assert obnamlib.vfs.local._must_wait_for_disk(fd)
     finally:
         os.close(fd)
+
+
+def test_an_open_file_takes_its_attributes_through_its_descriptor(tmp_path):
+    fs = obnamlib.vfs.local.LocalFS(str(tmp_path))
+    assert obnamlib.vfs.base.SETS_ATTRIBUTES_OF_OPEN_FILES in fs.capabilities
+    path = os.fsencode(tmp_path / 'f')
+    with fs.open_write(path) as f:
+        f.write(b'data')
+        st = os.fstat(f.fileno())
+        assert f.set_attributes(owner=(st.st_uid, st.st_gid), mode=0o4750,
+                                times=(10 ** 9, 2 * 10 ** 9)) == {}
+        assert f.set_attributes() == {}
+    st = os.lstat(path)
+    assert stat.S_IMODE(st.st_mode) == 0o4750
+    assert (st.st_atime_ns, st.st_mtime_ns) == (10 ** 9, 2 * 10 ** 9)
+
+
+def test_an_open_files_failures_are_those_of_its_path(tmp_path, monkeypatch):
+    """Each failed step as LocalFS.set_attributes reports it by path, and
+    the later steps still run."""
+    fs = obnamlib.vfs.local.LocalFS(str(tmp_path))
+    path = os.fsencode(tmp_path / 'f')
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(errno.EPERM, os.strerror(errno.EPERM))
+    for name in ('chown', 'fchown', 'chmod', 'fchmod'):
+        monkeypatch.setattr(os, name, refuse)
+    attributes = dict(owner=(0, 0), mode=0o600, times=(10 ** 9, 10 ** 9))
+    with fs.open_write(path) as f:
+        through_file = f.set_attributes(**attributes)
+    by_path = fs.set_attributes(path, **attributes)
+    assert sorted(through_file) == sorted(by_path) == ['mode', 'owner']
+    for name in through_file:
+        assert str(through_file[name]) == str(by_path[name])
+        assert through_file[name].code == by_path[name].code
+    assert os.lstat(path).st_mtime_ns == 10 ** 9
