@@ -300,9 +300,7 @@ class ChunkStore:
             self.writer.drop_errors()
 
     def _wait_for(self, path):
-        """Files are pending only while writing behind (write_behind(False)
-        waits for them all)."""
-        if self.writer is not None and self._is_pending(path):
+        if self._is_pending(path):
             self.background.wait()
 
     def _note_written(self, chunk_id):
@@ -355,8 +353,9 @@ class ChunkStore:
         self.fetched.keep(zip(wanted, contents))
 
     def _is_pending(self, path):
-        return (self.background is not None and
-                self.background.is_pending(path))
+        """Files are pending only while writing behind (write_behind(False)
+        waits for them all): no lock is taken for each chunk read."""
+        return self.writer is not None and self.writer.is_pending(path)
 
     def get(self, chunk_id):
         data = self.fetched.get(chunk_id)
