@@ -11,6 +11,7 @@ from obnamlib.repo.storage import content_filter, filters, repo_fs
 from obnamlib.repo.storage.key_store import KeyStore
 from tests.obnamlib.repo.storage.test_filters import XorCipher
 from tests.gpg_fixture import plain_gpg_home  # noqa: F401
+from tests.obnamlib.mount_tables import local_fs_on
 from tests.reference_data import extract_all
 
 
@@ -285,3 +286,15 @@ def test_capabilities_are_the_bases_batched_reads_only(tmp_path):
     assert repo_fs.RepositoryFS(local).capabilities == frozenset()
     assert repo_fs.RepositoryFS(local).can_write_behind
     assert not repo_fs.RepositoryFS(larch.vfs.MemoryFS()).can_write_behind
+
+
+@pytest.mark.parametrize('fstype, keys, reads_ahead', [
+    ('ext4', None, True),
+    ('tmpfs', None, False),
+    ('tmpfs', PassphraseTable({'chunks': 'k'}), True)])
+def test_reading_ahead_does_something_unless_plain_in_memory(
+        tmp_path, fstype, keys, reads_ahead):
+    """On a disk the base starts the reads; an encrypted repository's
+    helper process reads ahead wherever the files are local."""
+    fs = repo_fs.RepositoryFS(local_fs_on(tmp_path, fstype), keys=keys)
+    assert fs.can_read_ahead is reads_ahead
