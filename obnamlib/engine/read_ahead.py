@@ -96,11 +96,10 @@ class HintedContent:
         """The content of path (metadata md); chunk_ids, if the caller
         already has them, says it is in chunks and which."""
         if chunk_ids is None:
-            in_tree = self.repo.get_file_data(self.gen, path)
+            in_tree, chunk_ids = self.repo.get_file_content(self.gen, path)
             if in_tree is not None:
                 yield in_tree
                 return
-            chunk_ids = self.repo.get_file_chunk_ids(self.gen, path)
         if self.hints is None:
             yield from map(self.repo.get_chunk_content, chunk_ids)
             return

@@ -617,10 +617,10 @@ class _ContentFetcher:
             if _is_directory(md):
                 return md, None, list(
                     self.repo.get_file_children(self.gen, path))
-            if (not _fetches_content(md) or self.will_link(md) or
-                    self.repo.get_file_data(self.gen, path) is not None):
+            if not _fetches_content(md) or self.will_link(md):
                 return md, None, None
-            return md, self.repo.get_file_chunk_ids(self.gen, path), None
+            _, chunk_ids = self.repo.get_file_content(self.gen, path)
+            return md, chunk_ids, None
         except obnamlib.errors.ObnamError as e:
             obnamlib.errors.reraise_fatal(e)
             return None

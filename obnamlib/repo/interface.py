@@ -199,6 +199,15 @@ class Repository(abc.ABC):
         """Content stored inside the tree (old --small-files-in-btree), or
         None.  Readers check this before the chunk list."""
 
+    def get_file_content(self, gen_id, path):
+        """(content stored inside the tree, None) or, if there is none,
+        (None, chunk ids) of a regular file: get_file_data, then
+        get_file_chunk_ids, in one look where the format can."""
+        data = self.get_file_data(gen_id, path)
+        if data is not None:
+            return data, None
+        return None, self.get_file_chunk_ids(gen_id, path)
+
     # --- chunks -------------------------------------------------------------
 
     @abc.abstractmethod

@@ -28,6 +28,22 @@ ID_BLOCK = 4096
 _U64 = struct.Struct('!Q')
 
 
+def _chunk_ids_in(values):
+    """The chunk ids of a file's FILE_CHUNKS values, in order."""
+    result = []
+    for value in values:
+        if len(value) % 8:
+            raise errors.RepositoryCorrupt(
+                what='chunk list of a file',
+                reason='%d bytes, not a multiple of 8' % len(value))
+        result.extend(struct.unpack('!%dQ' % (len(value) // 8), value))
+    return result
+
+
+# Where a tree key (keys.tree_key) holds its subtype.
+_SUBTYPE_AT = 1 + 8
+
+
 def _shown(path):
     return path.decode('utf-8', 'backslashreplace')
 
@@ -163,15 +179,27 @@ class GenerationTree:
         return self._chunk_ids_of(file_id)
 
     def _chunk_ids_of(self, file_id):
-        result = []
-        for _, value in self.tree.lookup_range(
-                *keys.file_range(file_id, keys.FILE_CHUNKS)):
-            if len(value) % 8:
-                raise errors.RepositoryCorrupt(
-                    what='chunk list of a file',
-                    reason='%d bytes, not a multiple of 8' % len(value))
-            result.extend(struct.unpack('!%dQ' % (len(value) // 8), value))
-        return result
+        return _chunk_ids_in(
+            value for _, value in self.tree.lookup_range(
+                *keys.file_range(file_id, keys.FILE_CHUNKS)))
+
+    def content(self, path):
+        """(file_data, None) or, without it, (None, chunk_ids) of path,
+        from one walk of the file's keys from its chunk list to its data
+        (a restore's look per file instead of two); None if absent."""
+        file_id = self.file_id(path)
+        if file_id is None:
+            return None
+        data_key = keys.file_key(file_id, keys.FILE_DATA)
+        chunk_lists = []
+        for key, value in self.tree.lookup_range(
+                keys.file_key(file_id, keys.FILE_CHUNKS, keys.MIN_SUBKEY),
+                data_key):
+            if key == data_key:
+                return value, None
+            if key[_SUBTYPE_AT] == keys.FILE_CHUNKS:
+                chunk_lists.append(value)
+        return None, _chunk_ids_in(chunk_lists)
 
     def file_data(self, path):
         file_id = self.file_id(path)

@@ -151,6 +151,11 @@ class GenerationMethods:
             raise self._missing(gen_id, path)
         return gen.file_data(path)
 
+    @reporting_damage
+    def get_file_content(self, gen_id, path):
+        return self._found(self._generation(gen_id).content(path),
+                           gen_id, path)
+
 
 def _gen_subkey(key):
     try:

@@ -135,3 +135,39 @@ def test_a_forgotten_path_below_a_new_directory_is_found_again(tmp_path):
     assert _id(tree, b'/d/f') == first
     assert repo.get_file_children(gen, b'/d') == [b'f']
     assert _reread(repo, url, [b'/d/f']) == {b'/d/f': 2}
+
+
+def test_content_is_data_in_the_tree_before_any_chunk_list(tmp_path):
+    """One walk of a file's keys answers as file_data, then chunk_ids:
+    data in the tree wins, and then its chunk list is not even read."""
+    import pytest
+    from obnamlib import errors
+    repo, gen, tree = _writable(str(tmp_path / 'repo'), 0x2000)
+    repo.set_metadata(gen, b'/', dir_md())
+    for name in (b'/chunks', b'/data', b'/both', b'/bad', b'/none'):
+        repo.set_metadata(gen, name, file_md())
+    repo.set_file_chunk_ids(gen, b'/chunks', [7, 2 ** 64 - 1, 7])
+    repo.set_file_chunk_ids(gen, b'/both', [9])
+    for name in (b'/data', b'/both'):
+        tree.tree.insert(keys.file_key(tree.file_id(name), keys.FILE_DATA),
+                         b'kept ' + name)
+    tree.tree.insert(keys.file_key(tree.file_id(b'/both'), keys.FILE_CHUNKS,
+                                   1), b'odd')
+    tree.tree.insert(keys.file_key(tree.file_id(b'/bad'), keys.FILE_CHUNKS),
+                     b'odd')
+    tree.tree.insert(keys.file_key(tree.file_id(b'/none'), keys.FILE_DATA,
+                                   1), b'not the data key')
+    assert tree.content(b'/chunks') == (None, [7, 2 ** 64 - 1, 7])
+    assert tree.content(b'/data') == (b'kept /data', None)
+    assert tree.content(b'/both') == (b'kept /both', None)
+    assert tree.content(b'/none') == (None, [])
+    assert tree.content(b'/absent') is None
+    for path in (b'/chunks', b'/data', b'/both', b'/none'):
+        data = tree.file_data(path)
+        assert tree.content(path) == (
+            (data, None) if data is not None else (None, tree.chunk_ids(path)))
+    with pytest.raises(errors.RepositoryCorrupt):
+        tree.content(b'/bad')
+    with pytest.raises(errors.RepositoryCorrupt):
+        tree.chunk_ids(b'/bad')
+    repo.unlock_client('c')

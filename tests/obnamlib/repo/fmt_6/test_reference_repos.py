@@ -141,6 +141,23 @@ def check_manifest(repo, reference, index):
     assert checked == len(manifest) >= 18
 
 
+@pytest.mark.parametrize('name', [rr.IN_TREE, rr.ENCRYPTED])
+def test_file_content_is_its_data_in_the_tree_or_its_chunks(
+        name, plain_copies):
+    """get_file_content in one look: what get_file_data, then
+    get_file_chunk_ids say."""
+    repo = open_ref(plain_copies[name])
+    in_tree = 0
+    for gen in repo.get_generation_ids('havelock'):
+        for path in walk(repo, gen, b'/').values():
+            data = repo.get_file_data(gen, path)
+            expected = (data, None) if data is not None else (
+                None, repo.get_file_chunk_ids(gen, path))
+            assert repo.get_file_content(gen, path) == expected, path
+            in_tree += data is not None
+    assert (in_tree > 0) is (name == rr.IN_TREE)
+
+
 def test_in_tree_repository_has_no_chunks(plain_copies):
     repo = open_ref(plain_copies[rr.IN_TREE])
     assert repo.get_chunk_ids() == []
