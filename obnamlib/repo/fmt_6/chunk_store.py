@@ -100,13 +100,16 @@ def _background_writer(fs):
 class FetchedChunks:
     """Chunk contents read ahead, oldest first, within max_bytes and
     max_chunks.  A new batch pushes out older entries, never its own
-    (what does not fit is dropped: get reads it then)."""
+    (what does not fit is dropped: get reads it then).  A chunk taken is
+    no longer kept (a hint names each chunk once), except the last one,
+    for a run of equal chunks (a sparse file's zeros)."""
 
     def __init__(self, max_bytes, max_chunks):
         self.max_bytes = max_bytes
         self.max_chunks = max_chunks
         self.data = collections.OrderedDict()
         self.bytes = 0
+        self.last = None          # (chunk id, data) taken last
 
     def __len__(self):
         return len(self.data)
@@ -117,10 +120,23 @@ class FetchedChunks:
     def get(self, chunk_id):
         return self.data.get(chunk_id)
 
+    def take(self, chunk_id):
+        """The chunk's data, or None; from now on only as the last taken."""
+        data = self.data.pop(chunk_id, None)
+        if data is not None:
+            self.bytes -= len(data)
+            self.last = (chunk_id, data)
+            return data
+        if self.last is not None and self.last[0] == chunk_id:
+            return self.last[1]
+        return None
+
     def discard(self, chunk_id):
         data = self.data.pop(chunk_id, None)
         if data is not None:
             self.bytes -= len(data)
+        if self.last is not None and self.last[0] == chunk_id:
+            self.last = None
 
     def keep(self, fetched):
         """Add (chunk id, data) pairs in order."""
@@ -358,7 +374,7 @@ class ChunkStore:
         return self.writer is not None and self.writer.is_pending(path)
 
     def get(self, chunk_id):
-        data = self.fetched.get(chunk_id)
+        data = self.fetched.take(chunk_id)
         if data is not None:
             return data
         path = idpath(chunk_id)

@@ -171,6 +171,16 @@ def test_fetched_chunks_stay_within_their_bounds():
     assert cache.get(6) is None and cache.bytes == 12
 
 
+def test_a_fetched_chunk_taken_is_kept_only_until_another_is_taken():
+    cache = chunk_store.FetchedChunks(max_bytes=1000, max_chunks=4)
+    cache.keep([(1, b'a'), (2, b'b')])
+    assert (cache.take(1), cache.take(1)) == (b'a', b'a')   # a run of 1s
+    assert len(cache) == 1 and cache.bytes == 1
+    assert (cache.take(2), cache.take(1), cache.take(2)) == (b'b', None, b'b')
+    cache.discard(2)
+    assert cache.take(2) is None
+
+
 def test_restore_keeps_at_most_the_cache_bound_in_memory(tmp_path,
                                                          monkeypatch):
     live = str(tmp_path / 'live')
