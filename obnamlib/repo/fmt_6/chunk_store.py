@@ -81,7 +81,8 @@ def _background_writer(fs):
     """(writer, the fs method that hands it over): a ProcessChunkWriter
     if fs can leave its encrypted creates to a second process; a
     ChunkWriter with several threads if its creates are round trips to a
-    server; with one if it can leave its creates to a thread; a
+    server; with one if it can leave its creates to a thread (used
+    once creates turn out slow: chunk_writer.SLOW_CREATE); a
     BatchChunkWriter if it can create many files at once; else (None,
     None)."""
     if fs.can_seal_behind:
@@ -91,7 +92,7 @@ def _background_writer(fs):
         return (ChunkWriter(depth=PARALLEL_DEPTH, wake_at=1,
                             workers=PARALLEL_CREATES), fs.write_behind)
     if fs.can_write_behind:
-        return ChunkWriter(), fs.write_behind
+        return ChunkWriter(in_line_while_fast=True), fs.write_behind
     if fs.can_create_in_batches:
         return BatchChunkWriter(fs.create_many_in_base), fs.write_behind
     return None, None

@@ -119,19 +119,31 @@ def test_reading_a_chunk_waits_for_its_file(tmp_path):
     assert sorted(store.ids()) == ids
 
 
-def test_name_taken_while_writing_behind_stops_without_harming_it(tmp_path):
+def creates_seem_slow(monkeypatch):
+    """The chunk writer's worker takes over after the first create."""
+    monkeypatch.setattr(chunk_writer, 'TIMED_CREATES', 1)
+    monkeypatch.setattr(chunk_writer, 'SLOW_CREATE', -1)
+
+
+@pytest.mark.parametrize('slow_create', [False, True])
+def test_name_taken_while_writing_behind_stops_without_harming_it(
+        tmp_path, monkeypatch, slow_create):
     """Another process creates the next name after our directory listing:
-    the create stays exclusive, the next flush raises ChunkFileTaken, and
-    cleaning up (remove) leaves the other process's file alone."""
+    the create stays exclusive, its put (created in line) or the next
+    flush (by the worker, where creates are slow) raises ChunkFileTaken,
+    and cleaning up (remove) leaves the other process's file alone."""
+    if slow_create:
+        creates_seem_slow(monkeypatch)
     fs = local_repo_fs(tmp_path)
     store = ChunkStore(fs, rng=FixedStarts(0x30000))
     store.write_behind(True)
     first = store.put(b'ours')
     other = obnamlib.vfs.local.LocalFS(str(tmp_path))
-    other.create_file(idpath(first + 1), b'theirs')
-    second = store.put(b'ours too')
-    assert second == first + 1
+    second = first + 1
+    other.create_file(idpath(second), b'theirs')
     with pytest.raises(chunk_writer.ChunkFileTaken) as info:
+        assert store.put(b'ours too') == second
+        assert store.background.threads
         store.flush()
     assert str(info.value) == (
         '%s: Chunk file %s was created by another program at the same '
@@ -167,7 +179,12 @@ def test_only_the_chunk_file_itself_existing_is_a_name_taken(make_writer):
         writer.close()
 
 
-def test_write_error_is_raised_by_the_next_put(tmp_path):
+@pytest.mark.parametrize('slow_create', [False, True])
+def test_write_error_is_raised_by_its_put_or_the_next(tmp_path, monkeypatch,
+                                                      slow_create):
+    """In line at once; from the worker (slow creates) by the next put."""
+    if slow_create:
+        creates_seem_slow(monkeypatch)
     fs = local_repo_fs(tmp_path)
     store = ChunkStore(fs, rng=FixedStarts(0x40000))
     store.write_behind(True)
@@ -181,14 +198,16 @@ def test_write_error_is_raised_by_the_next_put(tmp_path):
     os.rmdir(chunk_dir)
     with open(chunk_dir, 'wb'):
         pass
-    store.put(b'y')
-    store.background.wait()
     with pytest.raises(OSError) as info:
+        store.put(b'y')
+        store.background.wait()
         store.put(b'z')
     assert info.value.errno in (20, 17)      # ENOTDIR / EEXIST from mkdir
 
 
-def test_stopping_write_behind_waits_and_forgets_failures(tmp_path):
+def test_stopping_write_behind_waits_and_forgets_failures(tmp_path,
+                                                         monkeypatch):
+    creates_seem_slow(monkeypatch)
     fs = local_repo_fs(tmp_path)
     store = ChunkStore(fs, rng=FixedStarts(0x50000))
     store.write_behind(True)
@@ -383,3 +402,114 @@ def test_ids_in_ranges_walks_the_store_once_for_all_wide_ranges(
                                 (0x5000, 2 ** 63)]) == [
         low + high, low[1:], low + high, low + high]
     assert len(walks) == 1
+
+
+class StepClock:
+    """A clock that moves `step` seconds at each reading: every create
+    then takes `step`."""
+
+    def __init__(self, step):
+        self.step = step
+        self.now = 0.0
+
+    def __call__(self):
+        self.now += self.step
+        return self.now
+
+
+def in_line_writer(create_seconds):
+    return chunk_writer.ChunkWriter(in_line_while_fast=True,
+                                    clock=StepClock(create_seconds))
+
+
+def test_fast_creates_are_made_in_the_callers_thread():
+    import threading
+    writer = in_line_writer(chunk_writer.SLOW_CREATE / 2)
+    made = []
+
+    def create(path, data):
+        made.append((path, threading.current_thread().name))
+    count = 3 * chunk_writer.TIMED_CREATES
+    for i in range(count):
+        writer.submit('p%d' % i, b'', create)
+        assert not writer.is_pending('p%d' % i)
+    writer.flush()
+    writer.close()
+    assert made == [('p%d' % i, 'MainThread') for i in range(count)]
+
+
+def test_slow_creates_go_to_the_worker_after_a_timed_block():
+    import threading
+    writer = in_line_writer(chunk_writer.SLOW_CREATE * 2)
+    made = []
+
+    def create(path, data):
+        made.append((path, data, threading.current_thread().name))
+    count = chunk_writer.TIMED_CREATES + 10
+    try:
+        for i in range(count):
+            writer.submit('p%d' % i, b'%d' % i, create)
+        writer.flush()
+    finally:
+        writer.close()
+    timed = chunk_writer.TIMED_CREATES
+    assert made == [('p%d' % i, b'%d' % i,
+                     'MainThread' if i < timed else 'chunk-writer')
+                    for i in range(count)]
+
+
+def test_a_name_taken_meanwhile_stops_an_in_line_create_at_once():
+    writer = in_line_writer(0)
+
+    def create(path, data):
+        raise FileExistsError(17, 'File exists', path)
+    with pytest.raises(chunk_writer.ChunkFileTaken):
+        writer.submit('chunks/0/1', b'', create)
+    assert writer.has_failed('chunks/0/1')
+
+
+def test_an_in_line_create_error_is_raised_by_its_submit():
+    writer = in_line_writer(0)
+
+    def create(path, data):
+        raise OSError(28, 'No space left on device', path)
+    with pytest.raises(OSError) as info:
+        writer.submit('p', b'', create)
+    assert info.value.errno == 28
+    writer.flush()      # nothing else to report
+
+
+
+def test_only_small_files_creates_are_timed():
+    """A big file's create takes the time its size does: it is made in
+    line, and its time says nothing about the filesystem."""
+    import threading
+    writer = in_line_writer(chunk_writer.SLOW_CREATE * 2)
+    made = []
+
+    def create(path, data):
+        made.append(threading.current_thread().name)
+    big = b'x' * chunk_writer.TIMED_BELOW
+    try:
+        for i in range(2 * chunk_writer.TIMED_CREATES):
+            writer.submit('big%d' % i, big, create)
+        assert writer.threads == []
+        for i in range(chunk_writer.TIMED_CREATES + 1):
+            writer.submit('small%d' % i, b'', create)
+        writer.flush()
+    finally:
+        writer.close()
+    assert set(made[:-1]) == {'MainThread'} and made[-1] == 'chunk-writer'
+
+
+def test_a_few_stalled_creates_leave_them_in_line():
+    """Under half a block of slow creates (a busy machine's stalls) does
+    not hand the files to the worker."""
+    times = iter([0, 1] * (chunk_writer.TIMED_CREATES // 2 - 1) +
+                 [0, chunk_writer.SLOW_CREATE / 2] *
+                 (chunk_writer.TIMED_CREATES // 2 + 1))
+    writer = chunk_writer.ChunkWriter(in_line_while_fast=True,
+                                      clock=lambda: next(times))
+    for i in range(chunk_writer.TIMED_CREATES):
+        writer.submit('p%d' % i, b'', lambda path, data: None)
+    assert writer.threads == [] and writer.timer is not None
