@@ -27,7 +27,7 @@ import mmap
 import os
 import threading
 
-RING_BYTES = 8 << 20
+RING_BYTES = 5 << 20
 _MFD_CLOEXEC = getattr(os, 'MFD_CLOEXEC', 1)
 # Linux 6.3 and later warn about (or refuse) a memfd that could be run.
 _MFD_NOEXEC_SEAL = 8
