@@ -32,6 +32,9 @@ LOCK_NAME = 'lock'
 TOKEN_PREFIX = 'tmp-breaking-'     # tmp*: chunk listings ignore it
 MAX_RETRIES_AT_ONCE = 10           # then wait a second as usual
 MAX_TOKEN_DEPTH = 3                # tokens of dead breakers' tokens
+# A lock file is a few lines (lock_holder); a bigger one (a damaged or
+# hostile repository) is not read into memory, and counts as unreadable.
+MAX_LOCK_BYTES = 64 * 1024
 
 REMOVED, CHANGED, BUSY = 'removed', 'changed', 'busy'
 
@@ -133,7 +136,12 @@ class LockManager:
         return True
 
     def _read(self, path):
-        """A lock file's bytes, None if it is gone, b'' if unreadable."""
+        """A lock file's bytes, None if it is gone, b'' if unreadable (or
+        too big to be a lock)."""
+        if self._too_big(path):
+            logging.warning('Lock file %s is over %d bytes: not read',
+                            self._shown(path), MAX_LOCK_BYTES)
+            return b''
         try:
             return self.fs.read_raw(path)
         except FileNotFoundError:
@@ -142,6 +150,15 @@ class LockManager:
             logging.warning('Cannot read lock file %s', self._shown(path),
                             exc_info=True)
             return b''
+
+    def _too_big(self, path):
+        """Whether the directory listing says path is over MAX_LOCK_BYTES
+        (unknown, or gone: no)."""
+        dirname, _, name = path.rpartition('/')
+        sizes = self.fs.file_sizes([dirname or '.'])[0]
+        if isinstance(sizes, Exception):
+            return False        # read_raw meets it again, and says so
+        return sizes.get(name, 0) > MAX_LOCK_BYTES
 
     def _break_if_gone(self, path, data, holder):
         """Break the lock if its holder is gone (or is this manager, which

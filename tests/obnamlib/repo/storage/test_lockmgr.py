@@ -138,3 +138,38 @@ def test_location_shown_in_error(fs):
     with pytest.raises(errors.LockFail) as e:
         m.lock(['.'])
     assert "lock /srv/repo/lock: timeout" in str(e.value)
+
+
+@pytest.mark.parametrize('dirname', ['.', '42'])
+def test_a_lock_file_too_big_to_be_a_lock_is_not_read(fs, tmp_path,
+                                                      monkeypatch, dirname):
+    """A damaged or hostile repository's huge lock file is not read into
+    memory: the lock counts as held by someone unknown."""
+    path = lock_path(dirname)
+    (tmp_path / dirname).mkdir(exist_ok=True)
+    (tmp_path / path).write_bytes(b'x' * (lockmgr.MAX_LOCK_BYTES + 1))
+    real_read = fs.read_raw
+
+    def read_raw(name):
+        assert name != path, 'the huge lock file was read'
+        return real_read(name)
+    monkeypatch.setattr(fs, 'read_raw', read_raw)
+    with pytest.raises(errors.LockFail) as e:
+        manager(fs).lock([dirname])
+    assert str(e.value) == \
+        "R681AEX: Couldn't create lock %s: timeout" % path
+    assert (tmp_path / path).stat().st_size == lockmgr.MAX_LOCK_BYTES + 1
+
+
+def test_a_lock_file_of_the_biggest_size_allowed_is_read(fs, tmp_path):
+    (tmp_path / 'lock').write_bytes(b'x' * lockmgr.MAX_LOCK_BYTES)
+    reads = []
+    real_read = fs.read_raw
+
+    def read_raw(name):
+        reads.append(name)
+        return real_read(name)
+    fs.read_raw = read_raw
+    with pytest.raises(errors.LockFail):
+        manager(fs).lock(['.'])
+    assert 'lock' in reads
