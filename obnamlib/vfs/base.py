@@ -72,6 +72,29 @@ CREATES_IN_PARALLEL = 'creates-in-parallel'
 NO_CAPABILITIES = frozenset()
 
 
+def set_attributes_in_steps(set_owner, set_mode, set_times,
+                            owner=None, mode=None, times=None):
+    """set_owner(*owner), set_mode(mode), set_times(*times), in that order
+    (the mode after the owner, whose change may clear setuid bits), each
+    whose value is not None: the one order of a path's set_attributes and
+    an open file's.  A setter raises ObnamError; a failed step does not
+    stop the later ones, and a fatal error raises.  Returns
+    {'owner'|'mode'|'times': error} for the steps that failed."""
+    steps = (('owner', set_owner, owner),
+             ('mode', set_mode, None if mode is None else (mode,)),
+             ('times', set_times, times))
+    failures = {}
+    for name, setter, args in steps:
+        if args is None:
+            continue
+        try:
+            setter(*args)
+        except obnamlib.errors.ObnamError as e:
+            obnamlib.errors.reraise_fatal(e)
+            failures[name] = e
+    return failures
+
+
 class Storage(abc.ABC):
     """The StorageFS protocol (str paths relative to the root): the table
     of required methods and the optional ones with their defaults."""
@@ -360,16 +383,8 @@ class VirtualFileSystem(Storage):
         that order, each step that is not None; a failed step does not
         stop the later ones.  Returns {'owner'|'mode'|'times': error} for
         the steps that failed (a fatal error raises)."""
-        steps = (('owner', self.lchown, owner),
-                 ('mode', self.chmod, None if mode is None else (mode,)),
-                 ('times', self.lutimes, times))
-        failures = {}
-        for name, setter, args in steps:
-            if args is None:
-                continue
-            try:
-                setter(path, *args)
-            except obnamlib.errors.ObnamError as e:
-                obnamlib.errors.reraise_fatal(e)
-                failures[name] = e
-        return failures
+        return set_attributes_in_steps(
+            lambda uid, gid: self.lchown(path, uid, gid),
+            lambda mode: self.chmod(path, mode),
+            lambda atime_ns, mtime_ns: self.lutimes(path, atime_ns, mtime_ns),
+            owner, mode, times)

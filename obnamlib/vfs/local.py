@@ -122,17 +122,19 @@ class LocalFile:
         """LocalFS.set_attributes of this file through its descriptor
         (SETS_ATTRIBUTES_OF_OPEN_FILES), after the last write: the same
         steps in the same order, and the same failures."""
-        steps = (('owner', os.fchown, owner),
-                 ('mode', os.fchmod, None if mode is None else (mode,)),
-                 ('times', _set_times_of_fd, times))
-        failures = {}
-        for name, setter, args in steps:
-            if args is not None:
-                try:
-                    setter(self.fd, *args)
-                except OSError as e:
-                    failures[name] = _system_error(self.path, e)
-        return failures
+        return obnamlib.vfs.base.set_attributes_in_steps(
+            self._through_fd(os.fchown), self._through_fd(os.fchmod),
+            self._through_fd(_set_times_of_fd), owner, mode, times)
+
+    def _through_fd(self, func):
+        """func(fd, *args) as a setter of this file: OSError ->
+        ObnamSystemError naming its path, as LocalFS's by path."""
+        def setter(*args):
+            try:
+                func(self.fd, *args)
+            except OSError as e:
+                raise _system_error(self.path, e) from e
+        return setter
 
     def close(self):
         if self.fd is not None:

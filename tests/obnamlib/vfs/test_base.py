@@ -103,6 +103,31 @@ def test_default_set_attributes_sets_each_and_reports_failures(tmp_path):
     assert isinstance(failures['mode'], obnamlib.errors.ObnamSystemError)
 
 
+def test_attribute_steps_run_in_order_past_failures_and_stop_if_fatal():
+    calls = []
+
+    def failing(name, error):
+        def setter(*args):
+            calls.append((name, args))
+            raise error
+        return setter
+    refused = obnamlib.errors.ObnamSystemError(
+        filename='f', errno=1, strerror='refused')
+    failures = base.set_attributes_in_steps(
+        failing('owner', refused), lambda mode: calls.append(('mode', mode)),
+        failing('times', refused), owner=(1, 2), mode=0o600, times=(3, 4))
+    assert calls == [('owner', (1, 2)), ('mode', 0o600), ('times', (3, 4))]
+    assert failures == {'owner': refused, 'times': refused}
+
+    class Lost(obnamlib.errors.ObnamError):
+        fatal = True
+    with pytest.raises(Lost):
+        base.set_attributes_in_steps(
+            failing('owner', Lost()), failing('mode', refused),
+            failing('times', refused), owner=(1, 2), mode=0o600)
+    assert calls[-1][0] == 'owner'
+
+
 def test_base_knows_no_implementation_and_local_runs_load_no_sftp():
     code = ('import sys, obnamlib.vfs.base; '
             'assert "obnamlib.vfs.local" not in sys.modules; '
