@@ -13,6 +13,7 @@ import logging
 
 import obnamlib.errors
 import obnamlib.repo.interface as ri
+from obnamlib.engine import forgetter
 
 
 class GenerationCommits:
@@ -141,11 +142,8 @@ class GenerationCommits:
             logging.warning('Could not remove checkpoints: %s', e)
             return
         try:
-            for gen_id in self.checkpoints:
-                candidates = self.repo.get_generation_chunk_ids(gen_id)
-                self.repo.remove_generation(gen_id)
-                self.repo.remove_unused_chunks(self.client, candidates)
-            self.repo.commit_everything()
+            forgetter.remove_checkpoints(self.repo, self.client,
+                                         self.checkpoints)
         except BaseException:
             self._unlock_after_failure()
             raise

@@ -12,7 +12,8 @@ worst some chunks of a removed generation stay behind unused, and the
 client's next forget frees them (its marker says it must look:
 Repository.begin_forget).  What a removal frees, in bytes of chunk files,
 is chunk_usage's to predict (--pretend) and to count (a Freed given to
-remove_generations).
+remove_generations).  A backup run's checkpoint generations go the same
+way once the run has committed (remove_checkpoints).
 """
 
 from obnamlib import errors
@@ -106,10 +107,27 @@ def remove_generations(repo, client_name, gen_ids, progress=None,
     guard = _SharedChunkGuard(repo, client_name, gen_ids)
     _remove_leftovers(repo, client_name, guard, freed)
     for done, gen_id in enumerate(gen_ids, 1):
-        _remove_one(repo, client_name, gen_id, guard, freed,
-                    last=done == len(gen_ids))
+        _remove_one(repo, client_name, gen_id, guard, freed)
+        if done < len(gen_ids):
+            _commit_and_relock(repo, client_name)
         if progress is not None:
             progress(done, len(gen_ids))
+    repo.finish_forget(client_name)
+    repo.commit_everything()
+
+
+def remove_checkpoints(repo, client_name, gen_ids):
+    """Remove a backup run's checkpoint generations after its last
+    commit, as forget removes generations (other clients' chunks guarded;
+    the forget marker placed, so the client's next forget sweeps what a
+    killed removal leaves, and a killed forget's entries swept now), in
+    one commit.  The chunk files a killed backup left are not looked for:
+    the run's last commit has just removed those it did not reuse.  The
+    caller holds repo.lock_everything(); this ends with commit_everything."""
+    guard = _SharedChunkGuard(repo, client_name, gen_ids)
+    _sweep_after_killed_forget(repo, client_name, guard)
+    for gen_id in gen_ids:
+        _remove_one(repo, client_name, gen_id, guard, None)
     repo.finish_forget(client_name)
     repo.commit_everything()
 
@@ -121,14 +139,21 @@ def _remove_leftovers(repo, client_name, guard, freed):
     unused_files = []
     if freed is not None:
         unused_files = repo.find_forget_leftovers(client_name)[1]
-    stale = repo.begin_forget(client_name)
-    removed = []
-    if stale:
-        guard.protect(stale)
-        removed = repo.remove_unused_chunks(client_name, stale)
+    removed = _sweep_after_killed_forget(repo, client_name, guard)
     if freed is not None:
         freed.note_leftovers(set(removed) | set(unused_files))
     repo.remove_leftover_chunks(client_name)
+
+
+def _sweep_after_killed_forget(repo, client_name, guard):
+    """Place the client's forget marker; if a killed forget's was there,
+    drop the client's index entries no generation of it uses.  Returns
+    the ids of the chunks that go."""
+    stale = repo.begin_forget(client_name)
+    if not stale:
+        return []
+    guard.protect(stale)
+    return repo.remove_unused_chunks(client_name, stale)
 
 
 class _SharedChunkGuard:
@@ -163,17 +188,21 @@ class _SharedChunkGuard:
                 pass    # already gone; nothing left to protect
 
 
-def _remove_one(repo, client_name, gen_id, guard, freed, last):
-    """The client commit comes first: once a generation is gone, nothing
-    needs the chunks the index commit then deletes."""
+def _remove_one(repo, client_name, gen_id, guard, freed):
+    """Remove the generation and the client's index entries of the
+    chunks no other generation of it uses (committed later)."""
     candidates = repo.get_generation_chunk_ids(gen_id)
     guard.protect(candidates)
     repo.remove_generation(gen_id)
     removed = repo.remove_unused_chunks(client_name, candidates)
     if freed is not None:
         freed.note_generation(gen_id, removed)
-    if last:
-        return      # commit_everything does it, in the same order
+
+
+def _commit_and_relock(repo, client_name):
+    """The client commit comes first, as in commit_everything: once a
+    generation is gone, nothing needs the chunks the index commit then
+    deletes."""
     repo.commit_client(client_name)
     repo.commit_chunk_indexes()
     repo.lock_client(client_name)
