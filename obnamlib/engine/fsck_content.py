@@ -14,10 +14,17 @@ file, a copy) is not read again.  What is kept for the whole run are
 sets of ids, not per-file data.
 
 A file of several chunks is hashed twice: each chunk against the
-indexes, and the whole file.  With more than one core, the whole-file
-MD5 of a big chunk is computed in a worker thread while the main thread
-reads and hashes the next one (hashlib lets go of the GIL for big
-buffers); a file's chunks go to the worker in order, one at a time.
+indexes, and the whole file.  With more than one core, a worker thread
+shares the hashing of big chunks (hashlib lets go of the GIL for big
+buffers): their part of the whole-file MD5 always, and their own MD5
+while it is not behind (else the check hashes them itself).  The check
+goes on meanwhile: a file's verdict waits until its last chunk, and the
+chunks of such files are spread among those of the small files, which
+cost the check's own thread (reading, hashing small chunks, walking
+metadata), so that both threads work at once (_interleaved).  Problem
+lines still come in the files' order (_InOrder), and name the same
+chunks as when every chunk is checked in turn: a file's first damaged
+chunk.
 """
 
 import collections
@@ -42,9 +49,13 @@ SHARED_CHUNK_BYTES = 8 * 1024 * 1024
 READ_AHEAD_CHUNKS = 128
 READ_AHEAD_BYTES = 16 * 1024 * 1024
 
-# Chunks at least this big are added to their file's MD5 in the worker
-# thread (smaller ones cost more in thread switches than they save).
+# Chunks at least this big are hashed in the worker thread (smaller ones
+# cost more in thread switches than they save).
 BACKGROUND_HASH_BYTES = 256 * 1024
+# At most this much of a file's content waits for the worker (it catches
+# up while the check goes through small files); a chunk's own MD5 goes to
+# the worker only while less than half of that waits.
+WORKER_AHEAD_BYTES = 8 * 1024 * 1024
 
 
 @dataclasses.dataclass(slots=True)
@@ -109,8 +120,9 @@ class ContentCheck:
 
     def check_in_tree(self, shown, metadata, data):
         """A file whose content is stored in its generation's tree."""
-        self._check_whole_file(shown, metadata.st_size, metadata.md5,
-                               _WholeFile(data))
+        for problem in self._whole_file_problems(
+                shown, metadata.st_size, metadata.md5, _WholeFile(data)):
+            self.report(problem)
 
     def check_chunks(self, shown, metadata, chunk_ids, skip_checksums):
         """A file's chunks exist; unless skip_checksums, queue it for
@@ -140,7 +152,9 @@ class ContentCheck:
         return False
 
     def flush(self):
-        """Read the queued files' chunks, in chunk file name order."""
+        """Read the queued files' chunks, in chunk file name order, with
+        the chunks of big files spread among the small ones
+        (_interleaved)."""
         queued, self.queued, self.queued_ids = self.queued, [], 0
         if not queued:
             return
@@ -149,36 +163,107 @@ class ContentCheck:
         order = self.checker.chunk_sort_key
         queued.sort(key=lambda f: order(f.chunk_ids[0]) if f.chunk_ids
                     else order(0))
+        steps = _interleaved(queued)
         shared = _SharedChunks(
             collections.Counter(c for f in queued for c in f.chunk_ids))
-        ahead = _ReadAhead(queued)
-        for item in queued:
-            if self._verified(item.digest):
-                shared.forget(item.chunk_ids)
-                continue
-            whole = self._chunk_contents(item, shared, ahead)
-            if whole is not None and self._check_whole_file(
-                    item.shown, item.size, item.md5, whole):
-                self.verified_lists.add(item.digest)
+        ahead = _ReadAhead(queued, steps)
+        in_order = _InOrder(self.report)
+        checks = {}     # queued index -> _UnderWay: a file being checked
+        finishing = collections.deque()  # those read, the worker not done
+        for at, pos in steps:
+            item = queued[at]
+            if pos == 0:
+                if self._verified(item.digest):
+                    shared.forget(item.chunk_ids)
+                    in_order.done(at)
+                    continue
+                checks[at] = _UnderWay(_WholeFile(hasher=(
+                    self._whole_file_hasher() if len(item.chunk_ids) > 1
+                    else None)))
+            under_way = checks.get(at)
+            if under_way is None:
+                continue        # skipped, or a chunk was damaged
+            problem = None
+            if pos < len(item.chunk_ids):
+                problem = self._add_chunk(item, pos, under_way, shared, ahead)
+            if problem is not None:
+                del checks[at]
+                in_order.done(at, ['%s: %s' % (item.shown, problem)])
+            elif pos >= len(item.chunk_ids) - 1:
+                finishing.append(at)
+            while finishing and checks[finishing[0]].whole.done():
+                self._finish(queued, finishing.popleft(), checks, in_order)
+        while finishing:
+            self._finish(queued, finishing.popleft(), checks, in_order)
         self.checking(walking)
 
-    def _chunk_contents(self, item, shared, ahead):
-        """A _WholeFile of the chunks' contents in order (streamed, so a
-        big file is never in memory), or None if a chunk is damaged."""
-        whole = _WholeFile(hasher=(self._whole_file_hasher()
-                                   if len(item.chunk_ids) > 1 else None))
-        for i, chunk_id in enumerate(item.chunk_ids):
-            data, md5 = shared.take(chunk_id), None
-            if data is None:
-                self._read_ahead(ahead, chunk_id)
-                data, problem, md5 = self._read_chunk(chunk_id)
-                if problem is not None:
-                    self.report('%s: %s' % (item.shown, problem))
-                    shared.forget(item.chunk_ids[i + 1:])
-                    return None
-                shared.keep(chunk_id, data)
-            whole.update(data, md5)
-        return whole
+    def _finish(self, queued, at, checks, in_order):
+        """A file all of whose chunks were read: its verdict."""
+        item, under_way = queued[at], checks.pop(at)
+        problem = self._settle(under_way)
+        if problem is not None:
+            in_order.done(at, ['%s: %s' % (item.shown, problem)])
+            return
+        problems = self._whole_file_problems(
+            item.shown, item.size, item.md5, under_way.whole)
+        if not problems:
+            self.verified_lists.add(item.digest)
+        in_order.done(at, problems)
+
+    def _add_chunk(self, item, pos, under_way, shared, ahead):
+        """Add a file's chunk at pos to its _WholeFile; the problem if
+        the chunk (or one before it whose verdict was pending) is damaged:
+        the file's later chunks are then not read (a big file is
+        streamed, never in memory)."""
+        chunk_id = item.chunk_ids[pos]
+        whole = under_way.whole
+        data = shared.take(chunk_id)
+        if data is None and under_way.last_read[0] == chunk_id:
+            data = under_way.last_read[1]   # a run of equal chunks (zeros)
+            shared.forget([chunk_id])
+        if data is not None:
+            whole.update(data)
+            return None
+        self._read_ahead(ahead, chunk_id)
+        was_known = chunk_id in self.bad_chunks
+        data, problem = self._fetch_chunk(chunk_id)
+        md5 = None
+        if problem is None and chunk_id not in self.verified_chunks:
+            if whole.has_room_for(data):
+                under_way.pending.append((chunk_id, whole.digest_later(data)))
+            else:
+                md5 = hashlib.md5(data)
+                digest = md5.digest()
+                if under_way.pending:       # its verdict comes in turn
+                    under_way.pending.append((chunk_id, _Known(digest)))
+                else:
+                    problem = self._verdict(chunk_id, digest)
+        if problem is not None:
+            earlier = self._settle(under_way)
+            if earlier is not None:     # this chunk would not have been read
+                if not was_known:
+                    self.bad_chunks.pop(chunk_id, None)
+                problem = earlier
+            shared.forget(item.chunk_ids[pos:])
+            return problem
+        if under_way.pending:
+            shared.forget([chunk_id])   # kept for other files once verified
+        else:
+            shared.keep(chunk_id, data)
+        under_way.last_read = (chunk_id, data)
+        whole.update(data, md5)
+        self.counted()
+        return None
+
+    def _settle(self, under_way):
+        """The verdicts the worker's MD5s of a file's chunks were waited
+        for, in order: the problem of the first damaged chunk, or None."""
+        pending, under_way.pending = under_way.pending, []
+        for chunk_id, later in pending:
+            problem = self._verdict(chunk_id, later.result())
+            if problem is not None:
+                return problem
+        return None
 
     def _read_ahead(self, ahead, chunk_id):
         """Before reading the first chunk of a window, tell the repository
@@ -187,61 +272,64 @@ class ContentCheck:
         if window:
             self.repo.prefetch_chunks(window)
 
-    def _read_chunk(self, chunk_id):
-        """(content, problem, MD5 object of the content if computed)."""
+    def _fetch_chunk(self, chunk_id):
+        """(content, None) or (None, problem)."""
         known = self.bad_chunks.get(chunk_id)
         if known is not None:
-            return None, known, None
+            return None, known
         try:
             data = self.repo.get_chunk_content(chunk_id)
         except errors.RepositoryChunkDoesNotExist:
-            return self._chunk_problem(chunk_id, 'chunk %x does not exist')
+            return None, self._chunk_problem(chunk_id,
+                                             'chunk %x does not exist')
         except (errors.ObnamError, ValueError, OSError) as e:
-            return self._chunk_problem(
+            return None, self._chunk_problem(
                 chunk_id,
                 'chunk %x is corrupted: ' + error_line(e).replace('%', '%%'))
         self.stats.chunk_reads += 1
         self.stats.chunk_bytes += len(data)
-        md5 = None
-        if chunk_id not in self.verified_chunks:
-            expected = self.checker.expected_checksum(chunk_id)
-            md5 = hashlib.md5(data)
-            actual = md5.hexdigest().encode('ascii')
-            if expected is not None and expected != actual:
-                return self._chunk_problem(chunk_id, 'chunk %x is corrupted')
-            self.verified_chunks.add(chunk_id)
-            self.stats.chunks += 1
-        self.counted()
-        return data, None, md5
+        return data, None
+
+    def _verdict(self, chunk_id, digest):
+        """Whether a chunk's content matches the checksum the indexes
+        record: None, or the problem (then remembered)."""
+        if chunk_id in self.verified_chunks:
+            return None
+        expected = self.checker.expected_checksum(chunk_id)
+        if expected is not None and expected != digest.hex().encode('ascii'):
+            return self._chunk_problem(chunk_id, 'chunk %x is corrupted')
+        self.verified_chunks.add(chunk_id)
+        self.stats.chunks += 1
+        return None
 
     def _chunk_problem(self, chunk_id, template):
         text = template % chunk_id
         self.bad_chunks[chunk_id] = text
-        return None, text, None
+        return text
 
-    def _check_whole_file(self, shown, st_size, md5, whole):
-        ok = True
+    def _whole_file_problems(self, shown, st_size, md5, whole):
+        problems = []
         if st_size is not None and whole.size != st_size:
-            self.report('%s: content is %d bytes, metadata says %d'
-                         % (shown, whole.size, st_size))
-            ok = False
+            problems.append('%s: content is %d bytes, metadata says %d'
+                            % (shown, whole.size, st_size))
         if md5 is not None and whole.digest() != md5:
-            self.report('%s: whole-file checksum mismatch' % shown)
-            ok = False
-        return ok
+            problems.append('%s: whole-file checksum mismatch' % shown)
+        return problems
 
 
 class _WholeFile:
     """Size and MD5 of a file's content, fed one chunk at a time.
 
     hasher: an executor whose one thread adds big chunks to the MD5 (see
-    the module docstring); None: all are added here."""
+    the module docstring), in the order given; up to WORKER_AHEAD_BYTES
+    may wait for it.  None: all are added here."""
 
     def __init__(self, data=b'', hasher=None):
         self.md5 = hashlib.md5(data)
         self.size = len(data)
         self.hasher = hasher
-        self.pending = None     # the worker's update, not waited for yet
+        self.pending = collections.deque()  # (the worker's task, bytes)
+        self.pending_bytes = 0
 
     def update(self, data, md5=None):
         """md5: that of data alone, if known; for the first piece it is
@@ -249,22 +337,82 @@ class _WholeFile:
         if self.size == 0 and md5 is not None:
             self.md5 = md5.copy()
         else:
-            self._wait()
-            if self.hasher is not None and \
-                    len(data) >= BACKGROUND_HASH_BYTES:
-                self.pending = self.hasher.submit(self.md5.update, data)
-            else:
-                self.md5.update(data)
+            self._add(data)
         self.size += len(data)
 
+    def _add(self, data):
+        """Small pieces are added here, unless the worker has some still
+        to add before them."""
+        if self.hasher is not None and (
+                self.pending or len(data) >= BACKGROUND_HASH_BYTES):
+            self._submit(self.md5.update, data)
+        else:
+            self.md5.update(data)
+
+    def done(self):
+        """Whether the worker has nothing of this file left to do."""
+        return all(task.done() for task, _ in self.pending)
+
+    def has_room_for(self, data):
+        """Whether handing data's own MD5 to the worker would pay: it is
+        big, and the worker is not behind (else it is hashed in line: the
+        two threads share the hashing)."""
+        if self.hasher is None or len(data) < BACKGROUND_HASH_BYTES:
+            return False
+        while self.pending and self.pending[0][0].done():
+            self.pending_bytes -= self.pending.popleft()[1]
+        return self.pending_bytes + len(data) <= WORKER_AHEAD_BYTES // 2
+
+    def digest_later(self, data):
+        """A future of data's own MD5 digest, computed by the worker in
+        its turn (a chunk's, to check against the indexes)."""
+        return self._submit(_md5_digest, data)
+
+    def _submit(self, work, data):
+        self._wait(WORKER_AHEAD_BYTES - len(data))
+        future = self.hasher.submit(work, data)
+        self.pending.append((future, len(data)))
+        self.pending_bytes += len(data)
+        return future
+
     def digest(self):
-        self._wait()
+        self._wait(0)
         return self.md5.digest()
 
-    def _wait(self):
-        if self.pending is not None:
-            pending, self.pending = self.pending, None
-            pending.result()
+    def _wait(self, room):
+        """Until at most `room` bytes wait for the worker."""
+        while self.pending and self.pending_bytes > room:
+            update, size = self.pending.popleft()
+            self.pending_bytes -= size
+            update.result()
+
+
+def _md5_digest(data):
+    return hashlib.md5(data).digest()
+
+
+@dataclasses.dataclass(slots=True)
+class _UnderWay:
+    """A file of a batch being checked: its content's size and MD5 so far,
+    [(chunk id, future of its MD5 digest)] of the chunks whose verdicts
+    wait for the worker (_settle), and the last chunk read (id, content):
+    a run of equal chunks is read and hashed once, as when it is kept in
+    _SharedChunks."""
+    whole: object
+    pending: list = dataclasses.field(default_factory=list)
+    last_read: tuple = (None, None)
+
+
+class _Known:
+    """A digest already known, where a future of one is expected."""
+
+    __slots__ = ('digest',)
+
+    def __init__(self, digest):
+        self.digest = digest
+
+    def result(self):
+        return self.digest
 
 
 class _ReadAhead:
@@ -279,12 +427,18 @@ class _ReadAhead:
     failed batch, a chunk pushed out of its cache) reads that chunk
     alone."""
 
-    def __init__(self, queued):
+    def __init__(self, queued, steps=None):
+        """steps: (index in queued, chunk position) in the order the
+        chunks are taken; default: each file's in turn."""
+        if steps is None:
+            steps = [(at, pos) for at, item in enumerate(queued)
+                     for pos in range(len(item.chunk_ids))]
         sizes = {}
-        for item in queued:
-            each = (item.size or 0) // max(1, len(item.chunk_ids))
-            for chunk_id in item.chunk_ids:
-                sizes.setdefault(chunk_id, each)
+        for at, pos in steps:
+            item = queued[at]
+            if pos < len(item.chunk_ids):
+                sizes.setdefault(item.chunk_ids[pos], (item.size or 0)
+                                 // len(item.chunk_ids))
         self.order = list(sizes.items())
         self.index = {chunk_id: i for i, (chunk_id, _) in
                       enumerate(self.order)}
@@ -311,6 +465,46 @@ class _ReadAhead:
         self.hinted = end
         self.refill = start + (end - start) // 2
         return window
+
+
+def _interleaved(queued):
+    """(index in queued, chunk position) of every chunk of a batch, in
+    the order the check takes them: the files of one chunk (or none) in
+    turn, with the chunks of bigger files spread evenly among them, each
+    file's in order.  Checking a small file costs this thread's time; a
+    big file's chunks cost little here but much in the threads and the
+    process that hash them (and read them ahead): spread, both go on at
+    once.  (Problem lines still come in the files' order: _InOrder.)"""
+    small = [(at, 0) for at, item in enumerate(queued)
+             if len(item.chunk_ids) <= 1]
+    big = [(at, pos) for at, item in enumerate(queued)
+           if len(item.chunk_ids) > 1 for pos in range(len(item.chunk_ids))]
+    if not small or not big:
+        return sorted(small + big)
+    steps, taken = [], 0
+    for n, step in enumerate(small, 1):
+        steps.append(step)
+        due = n * len(big) // len(small)
+        steps.extend(big[taken:due])
+        taken = due
+    return steps
+
+
+class _InOrder:
+    """The problem lines of a batch's files, reported in the files' order
+    though the files are finished out of it (_interleaved)."""
+
+    def __init__(self, report):
+        self.report = report
+        self.next = 0           # index of the next file to report
+        self.finished = {}      # index -> its lines, not reported yet
+
+    def done(self, at, problems=()):
+        self.finished[at] = problems
+        while self.next in self.finished:
+            for problem in self.finished.pop(self.next):
+                self.report(problem)
+            self.next += 1
 
 
 class _SharedChunks:

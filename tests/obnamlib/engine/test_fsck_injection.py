@@ -480,11 +480,30 @@ def rising(names):
         (len(names) - 1)
 
 
+def chunks_of_files_of_several_chunks(path):
+    from obnamlib.repo.fmt_6.chunk_store import idpath
+    repo = open_repo(path)
+    try:
+        return {idpath(c) for client in CLIENTS
+                for gen in repo.get_generation_ids(client)
+                for f in files_of(repo, gen)
+                for c in repo.get_file_chunk_ids(gen, f)
+                if len(repo.get_file_chunk_ids(gen, f)) > 1}
+    finally:
+        repo.close()
+
+
 def test_chunks_are_read_in_the_order_the_format_asks_for(pristine,
                                                            monkeypatch):
+    """Two streams, each in the format's order: the chunks of files of
+    one chunk, and spread among them those of bigger files."""
     repo, _ = pristine
     _, _, _, order = counted_check(repo)
-    assert rising(chunk_reads(order)) >= 0.9
+    big = chunks_of_files_of_several_chunks(repo)
+    reads = chunk_reads(order)
+    assert 0 < len(big & set(reads)) < len(set(reads))
+    assert rising([r for r in reads if r in big]) >= 0.9
+    assert rising([r for r in reads if r not in big]) >= 0.9
     # The order is the checker's (file names for format 6), not the walk's.
     from obnamlib.repo.fmt_6.fsck_checks import Fmt6Checker
     monkeypatch.setattr(Fmt6Checker, 'chunk_sort_key',
@@ -800,8 +819,14 @@ def test_damage_is_found_with_the_worker_hashing_every_chunk(
                         'ThreadPoolExecutor', executor)
     monkeypatch.setattr(fsck_content.os, 'sched_getaffinity',
                         lambda pid: {0, 1})
+    chunk_digests = []
+    real_digest = fsck_content._md5_digest
+    monkeypatch.setattr(fsck_content, '_md5_digest',
+                        lambda data: chunk_digests.append(1) or
+                        real_digest(data))
     assert check(repo) == []
     assert started == ['obnam-fsck-md5']
+    assert chunk_digests    # chunks' own MD5s too, their verdicts waiting
     cases = [case for case in file_fault_cases(str(repo))
              if case[1].startswith('chunks/')]
     for op, rel, other in cases:
@@ -845,3 +870,132 @@ def test_the_walk_lets_the_repository_forget_the_files_it_checked(
                 assert repo.get_metadata(first, path).isdir(), path
     finally:
         repo.close()
+
+
+# --- big files' chunks spread among small files ------------------------------
+
+def test_big_files_chunks_are_spread_evenly_among_small_files():
+    def item(count):
+        return fsck_content._QueuedFile('f', 0, None, list(range(count)), b'')
+
+    queued = [item(1), item(3), item(1), item(0), item(2), item(1)]
+    steps = fsck_content._interleaved(queued)
+    assert sorted(steps) == [(0, 0), (1, 0), (1, 1), (1, 2), (2, 0), (3, 0),
+                             (4, 0), (4, 1), (5, 0)]
+    assert [s for s in steps if s[0] in (1, 4)] == [
+        (1, 0), (1, 1), (1, 2), (4, 0), (4, 1)]
+    assert [s for s in steps if s[0] not in (1, 4)] == [
+        (0, 0), (2, 0), (3, 0), (5, 0)]
+    assert steps[:2] == [(0, 0), (1, 0)]    # spread, not all at the end
+    assert fsck_content._interleaved([item(2), item(2)]) == [
+        (0, 0), (0, 1), (1, 0), (1, 1)]
+    assert fsck_content._interleaved([item(1), item(0)]) == [(0, 0), (1, 0)]
+
+
+def test_problems_come_in_the_files_order_though_files_finish_out_of_it():
+    said = []
+    in_order = fsck_content._InOrder(said.append)
+    in_order.done(1, ['b1', 'b2'])
+    in_order.done(3)
+    assert said == []
+    in_order.done(0, ['a'])
+    assert said == ['a', 'b1', 'b2']
+    in_order.done(2, ['c'])
+    assert said == ['a', 'b1', 'b2', 'c']
+
+
+def test_a_file_damaged_twice_is_reported_as_on_one_core(
+        pristine, monkeypatch):
+    """With a chunk's verdict waiting for the worker, a later chunk of the
+    same file may be read (and found damaged) first: only the first
+    damaged chunk is reported, as when the chunks are checked in turn."""
+    monkeypatch.setattr(fsck_content, 'BACKGROUND_HASH_BYTES', 0)
+    repo, _ = pristine
+    chunk_lists = []
+    opened = open_repo(repo)
+    try:
+        from obnamlib.repo.fmt_6.chunk_store import idpath
+        for client in CLIENTS:
+            gen = opened.get_generation_ids(client)[0]
+            for f in files_of(opened, gen):
+                ids = opened.get_file_chunk_ids(gen, f)
+                if len(ids) >= 3:
+                    chunk_lists.append([idpath(c) for c in ids])
+    finally:
+        opened.close()
+    assert len(chunk_lists) >= 2
+    cases = []
+    # A swapped chunk reads well but fails its checksum (the verdict waits
+    # for the worker); a directory fails to read (at once).
+    everything = sorted(set(p for paths in chunk_lists for p in paths))
+    for paths in chunk_lists[:3]:
+        if len(set(paths[:3])) < 3:
+            continue
+        elsewhere = [p for p in everything if p not in paths]
+        cases.append([(swap, paths[0], elsewhere[0]),
+                      (directory, paths[2], None)])
+        cases.append([(swap, paths[0], elsewhere[0]),
+                      (swap, paths[1], elsewhere[1])])
+    assert cases
+    for faults in cases:
+        reports = []
+        for cores in ({0}, {0, 1}):
+            monkeypatch.setattr(fsck_content.os, 'sched_getaffinity',
+                                lambda pid, cores=cores: cores)
+            with contextlib.ExitStack() as stack:
+                for op, rel, other in faults:
+                    stack.enter_context(
+                        made_a_directory(str(repo), rel) if op is directory
+                        else injected(str(repo), op, rel, other))
+                opened = open_repo(repo)
+                try:
+                    fsck = fsck_engine.Fsck(opened)
+                    reports.append((fsck.run(), fsck.stats.chunks,
+                                    fsck.stats.problems))
+                finally:
+                    opened.close()
+        assert reports[0][0], faults
+        assert reports[0] == reports[1], faults
+
+
+def directory(repo, rel, other):
+    """A fault made by made_a_directory."""
+
+
+@contextlib.contextmanager
+def made_a_directory(repo, rel):
+    path = os.path.join(repo, rel)
+    with open(path, 'rb') as f:
+        saved = f.read()
+    os.remove(path)
+    os.mkdir(path)
+    try:
+        yield
+    finally:
+        os.rmdir(path)
+        write(path, saved)
+
+
+def test_a_run_of_equal_chunks_is_read_once_while_its_verdict_waits(
+        tmp_path, monkeypatch):
+    """A sparse file's zeros: one chunk, many times in a row."""
+    monkeypatch.setattr(fsck_content, 'BACKGROUND_HASH_BYTES', 0)
+    monkeypatch.setattr(fsck_content.os, 'sched_getaffinity',
+                        lambda pid: {0, 1})
+    hashed = []
+    real = fsck_content._md5_digest
+
+    def counting(data):
+        hashed.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(fsck_content, '_md5_digest', counting)
+    live, repo = tmp_path / 'live', tmp_path / 'repo'
+    write(str(live / 'zeros'), bytes(16384 * 20))
+    obnam(repo, 'alpha', 'backup', str(live))
+    problems, stats, reads, _ = counted_check(repo)
+    assert problems == []
+    assert stats.chunks == len(chunk_reads(reads)) == 1
+    assert hashed == [16384]
+    assert set(reads[r] for r in chunk_reads(reads)) == {1}
+
