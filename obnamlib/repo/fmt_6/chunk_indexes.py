@@ -24,12 +24,13 @@ class ChunkIndexes:
         self.pending = []      # (chunk id, checksum, client id) to add
 
     def _open(self, allow_writes):
+        start = None if allow_writes else forests.INDEX_READER_START_NODES
         self.list_forest = forests.open_forest(
             self.fs, CHUNKLIST, keys.CHUNKLIST_KEY_SIZE, self.node_size,
-            allow_writes, forests.INDEX_CACHE_NODES)
+            allow_writes, forests.INDEX_CACHE_NODES, start)
         self.sums_forest = forests.open_forest(
             self.fs, CHUNKSUMS, keys.CHUNKSUMS_KEY_SIZE, self.node_size,
-            allow_writes, forests.INDEX_CACHE_NODES)
+            allow_writes, forests.INDEX_CACHE_NODES, start)
 
     @property
     def list_tree(self):

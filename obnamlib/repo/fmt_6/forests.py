@@ -12,12 +12,15 @@ DEFAULT_NODE_SIZE = 262144
 # when a node is read again after the cache dropped it
 # (larch.nodestore.NodeStore.grow_on_demand), so that a walk in key order
 # (fsck, restore, verify of our own trees) stays small.  Dedup looks up
-# random checksums, so the chunk indexes keep up to larch's default.  A
-# cache only fills as far as the tree is big.
+# random checksums, so the chunk indexes keep up to larch's default; a
+# reader of them (fsck, which reads them through, and looks up each chunk
+# in batches) starts with INDEX_READER_START_NODES and grows on demand.
+# A cache only fills as far as the tree is big.
 CLIENT_CACHE_NODES = 128
 READER_CACHE_NODES = 512
 READER_START_NODES = 32
 INDEX_CACHE_NODES = 1024
+INDEX_READER_START_NODES = 8
 
 
 def open_forest(fs, dirname, key_size, node_size, allow_writes,

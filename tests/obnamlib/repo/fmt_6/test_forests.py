@@ -93,3 +93,25 @@ def test_client_readers_start_small_and_may_grow_writers_do_not(tmp_path):
     writer = ClientForest(base, client_id, allow_writes=True).forest
     assert writer.node_store.cache_size == forests.CLIENT_CACHE_NODES
     assert writer.node_store.dropped is None
+
+
+def test_chunk_index_readers_start_small_and_may_grow_writers_do_not(
+        tmp_path):
+    """fsck reads the chunk indexes through and looks chunks up in
+    batches: few nodes do; a backup's dedup looks up random checksums."""
+    from obnamlib.repo.fmt_6 import forests
+    from obnamlib.repo.fmt_6.chunk_indexes import ChunkIndexes
+    base, repo = repository_with_client(tmp_path)
+    repo.close()
+    reader = ChunkIndexes(repo_fs.RepositoryFS(base), None)
+    reader._open(allow_writes=False)
+    for forest in (reader.list_forest, reader.sums_forest):
+        assert forest.node_store.cache_size == \
+            forests.INDEX_READER_START_NODES
+        assert forest.node_store.cache_limit == forests.INDEX_CACHE_NODES
+        assert forest.node_store.dropped is not None
+    writer = ChunkIndexes(repo_fs.RepositoryFS(base), None)
+    writer._open(allow_writes=True)
+    for forest in (writer.list_forest, writer.sums_forest):
+        assert forest.node_store.cache_size == forests.INDEX_CACHE_NODES
+        assert forest.node_store.dropped is None
