@@ -123,11 +123,16 @@ def remove_checkpoints(repo, client_name, gen_ids):
     killed removal leaves, and a killed forget's entries swept now), in
     one commit.  The chunk files a killed backup left are not looked for:
     the run's last commit has just removed those it did not reuse.  The
-    caller holds repo.lock_everything(); this ends with commit_everything."""
+    caller holds repo.lock_everything(); this ends with commit_everything.
+    The chunks the run's last generation uses stay, so only the others
+    are looked at (usually none: then no other generation is read)."""
     guard = _SharedChunkGuard(repo, client_name, gen_ids)
     _sweep_after_killed_forget(repo, client_name, guard)
+    last = [g for g in repo.get_generation_ids(client_name)
+            if int(g) not in guard.doomed][-1:]
+    spared = repo.get_generation_chunk_ids(last[0]) if last else frozenset()
     for gen_id in gen_ids:
-        _remove_one(repo, client_name, gen_id, guard, None)
+        _remove_one(repo, client_name, gen_id, guard, None, spared)
     repo.finish_forget(client_name)
     repo.commit_everything()
 
@@ -165,19 +170,27 @@ class _SharedChunkGuard:
     the chunk file would be deleted under that client.  So before a
     chunk this client may stop using is dropped, an entry for one other
     client that uses it is (re)recorded.  Chunks the generations this
-    forget keeps still use need nothing."""
+    forget keeps still use need nothing.  Who uses what is read at the
+    first chunk to protect: a removal that drops none reads nothing."""
 
     def __init__(self, repo, client_name, gen_ids):
         self.repo = repo
-        self.users = chunk_usage.other_clients_chunks(repo, client_name)
+        self.client_name = client_name
+        self.doomed = set(int(g) for g in gen_ids)
+        self.users = None       # chunk id -> another client using it
         self.kept = set()
+
+    def _read_users(self):
+        self.users = chunk_usage.other_clients_chunks(
+            self.repo, self.client_name)
         if self.users:
-            doomed = set(int(g) for g in gen_ids)
-            for gen_id in repo.get_generation_ids(client_name):
-                if int(gen_id) not in doomed:
-                    self.kept |= repo.get_generation_chunk_ids(gen_id)
+            for gen_id in self.repo.get_generation_ids(self.client_name):
+                if int(gen_id) not in self.doomed:
+                    self.kept |= self.repo.get_generation_chunk_ids(gen_id)
 
     def protect(self, chunk_ids):
+        if chunk_ids and self.users is None:
+            self._read_users()
         for chunk_id in sorted(chunk_ids):
             user = self.users.get(chunk_id)
             if user is None or chunk_id in self.kept:
@@ -188,10 +201,11 @@ class _SharedChunkGuard:
                 pass    # already gone; nothing left to protect
 
 
-def _remove_one(repo, client_name, gen_id, guard, freed):
+def _remove_one(repo, client_name, gen_id, guard, freed, spared=frozenset()):
     """Remove the generation and the client's index entries of the
-    chunks no other generation of it uses (committed later)."""
-    candidates = repo.get_generation_chunk_ids(gen_id)
+    chunks no other generation of it uses (committed later).  spared:
+    chunks known to stay in use by the client, not looked at."""
+    candidates = repo.get_generation_chunk_ids(gen_id) - spared
     guard.protect(candidates)
     repo.remove_generation(gen_id)
     removed = repo.remove_unused_chunks(client_name, candidates)

@@ -93,3 +93,34 @@ def test_checkpoint_removal_sweeps_what_a_killed_forget_left(repo):
     assert old_chunk not in repo.get_chunk_ids()
     assert sorted(repo.get_chunk_ids()) == sorted(
         repo.get_generation_chunk_ids(commits.gen))
+
+
+def test_checkpoint_removal_reads_no_other_generation_when_none_drops(
+        repo, monkeypatch):
+    """Every chunk of the checkpoints is in the run's last generation:
+    nothing is looked up in other clients' or older generations."""
+    theirs = h.add_generation(
+        repo, h.tree({b'/f': h.reg(b'their content')}), 1000, client='other')
+    older = h.add_generation(
+        repo, h.tree({b'/home/liw/old': h.reg(b'old content')}), 2000)
+    commits = start_run(repo)
+    back_up(commits, b'/first', b'first content')
+    commits.maybe_checkpoint()
+    [checkpoint] = commits.checkpoints
+    back_up(commits, b'/second', b'second content')
+    commits.finish()
+    read = []
+    real = repo.get_generation_chunk_ids
+    monkeypatch.setattr(repo, 'get_generation_chunk_ids',
+                        lambda gen_id: read.append(gen_id) or real(gen_id))
+
+    commits.remove_checkpoints()
+
+    assert repo.get_generation_ids(h.CLIENT) == [older, commits.gen]
+    assert sorted(read) == sorted([checkpoint, commits.gen])
+    assert theirs not in read and older not in read
+    for gen in (theirs, older, commits.gen):
+        for path in (b'/f', b'/home/liw/old', b'/first', b'/second'):
+            if repo.file_exists(gen, path):
+                [chunk_id] = repo.get_file_chunk_ids(gen, path)
+                assert chunk_id in repo.get_chunk_ids()
