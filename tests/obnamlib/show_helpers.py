@@ -4,6 +4,8 @@ the show, diff and forget tests (no backup engine needed)."""
 import hashlib
 import stat
 
+import pytest
+
 from obnamlib.repo import factory as repo_factory
 from obnamlib.repo import interface as ri
 from obnamlib.repo.metadata import Metadata
@@ -44,6 +46,15 @@ def special(kind, mode=0o644):
 def open_repo(path, create=False):
     return repo_factory.open_repository(url=str(path), create=create,
                                         lock_timeout=0)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    """A new repository in tmp_path/repo, closed afterwards (a test module
+    uses it by importing it)."""
+    r = open_repo(tmp_path / 'repo', create=True)
+    yield r
+    r.close()
 
 
 def add_generation(repo, files, started, ended=None, client=CLIENT,

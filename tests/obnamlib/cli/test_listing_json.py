@@ -4,22 +4,14 @@ from small real repositories."""
 import base64
 import stat
 
-import pytest
-
 from obnamlib.cli import listing_json
 from obnamlib.repo.metadata import Metadata
 
 from tests.obnamlib import show_helpers as h
+from tests.obnamlib.show_helpers import repo  # noqa: F401 (fixture)
 
 T1 = 1445970090             # 2015-10-27 18:21:30 UTC
 T2 = T1 + 86400
-
-
-@pytest.fixture
-def repo(tmp_path):
-    r = h.open_repo(tmp_path / 'repo', create=True)
-    yield r
-    r.close()
 
 
 def spec(gen_id):

@@ -1,21 +1,13 @@
 """A backup run's commits against a real format-6 repository: removing
 the run's checkpoints goes the way forget removes generations."""
 
-import pytest
-
 from obnamlib.cli import backup_progress
 from obnamlib.engine import backup_chunks, backup_commits, backup_engine
 from obnamlib.repo import interface as ri
 
 from tests.obnamlib import show_helpers as h
+from tests.obnamlib.show_helpers import repo  # noqa: F401 (fixture)
 from tests.obnamlib.engine.test_forgetter import index_users, unindexed_user
-
-
-@pytest.fixture
-def repo(tmp_path):
-    r = h.open_repo(tmp_path / 'repo', create=True)
-    yield r
-    r.close()
 
 
 def start_run(repo):

@@ -2,18 +2,10 @@
 
 import stat
 
-import pytest
-
 from obnamlib.engine import differ
 
 from tests.obnamlib import show_helpers as h
-
-
-@pytest.fixture
-def repo(tmp_path):
-    r = h.open_repo(tmp_path / 'repo', create=True)
-    yield r
-    r.close()
+from tests.obnamlib.show_helpers import repo  # noqa: F401 (fixture)
 
 
 def changes(repo, old, new):

@@ -10,6 +10,7 @@ from obnamlib.repo.metadata import Metadata
 
 from tests.local_time import helsinki  # noqa: F401
 from tests.obnamlib import show_helpers as h
+from tests.obnamlib.show_helpers import repo  # noqa: F401 (fixture)
 
 
 S = stat
@@ -117,12 +118,6 @@ def test_kdirstat_escapes_percent_space_tab():
 
 
 # --- against a real repository ----------------------------------------------
-
-@pytest.fixture
-def repo(tmp_path):
-    r = h.open_repo(tmp_path / 'repo', create=True)
-    yield r
-    r.close()
 
 
 def test_generations_lines(repo, helsinki):
