@@ -351,7 +351,8 @@ class _WholeFile:
 
     def done(self):
         """Whether the worker has nothing of this file left to do."""
-        return all(task.done() for task, _ in self.pending)
+        self._drop_done()
+        return not self.pending
 
     def has_room_for(self, data):
         """Whether handing data's own MD5 to the worker would pay: it is
@@ -359,9 +360,13 @@ class _WholeFile:
         two threads share the hashing)."""
         if self.hasher is None or len(data) < BACKGROUND_HASH_BYTES:
             return False
+        self._drop_done()
+        return self.pending_bytes + len(data) <= WORKER_AHEAD_BYTES // 2
+
+    def _drop_done(self):
+        """Forget the tasks the worker has done (it does them in order)."""
         while self.pending and self.pending[0][0].done():
             self.pending_bytes -= self.pending.popleft()[1]
-        return self.pending_bytes + len(data) <= WORKER_AHEAD_BYTES // 2
 
     def digest_later(self, data):
         """A future of data's own MD5 digest, computed by the worker in
