@@ -4,6 +4,7 @@ their errors where serial reading raised them."""
 import errno
 import hashlib
 import os
+import threading
 
 import pytest
 
@@ -270,3 +271,98 @@ def test_close_after_an_interrupted_start_does_not_fail(files, monkeypatch):
         reader.submit(path, st)
     reader.close()
     assert reader.thread is None
+
+
+class RecordedWhole(backup_reading.WholeFileDigest):
+    """WholeFileDigest noting which thread added each chunk; `fail_at`
+    (an add's number) raises there."""
+
+    adders = []
+    added = None          # threading.Condition, set by the fixture
+    fail_at = None
+
+    def add(self, chunk, digest):
+        with RecordedWhole.added:
+            if len(RecordedWhole.adders) == RecordedWhole.fail_at:
+                raise WholeFailed()
+            RecordedWhole.adders.append(threading.current_thread().name)
+            RecordedWhole.added.notify_all()
+        super().add(chunk, digest)
+
+    @classmethod
+    def wait_for(cls, count):
+        """Until count adds were made (a hang fails after 10 s)."""
+        with cls.added:
+            assert cls.added.wait_for(
+                lambda: len(cls.adders) >= count, timeout=10)
+
+
+class WholeFailed(Exception):
+    pass
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    monkeypatch.setattr(RecordedWhole, 'adders', [])
+    monkeypatch.setattr(RecordedWhole, 'added', threading.Condition())
+    monkeypatch.setattr(backup_reading, 'WholeFileDigest', RecordedWhole)
+    return RecordedWhole
+
+
+def test_the_main_thread_hashes_the_whole_file_while_it_waits(
+        files, recorded):
+    """The worker's third chunk waits until two chunks are in the whole
+    file's MD5: only the main thread, waiting for that chunk, can put
+    them there."""
+    data = os.urandom(3 * CHUNK)
+    path, st = files.make('big', data)
+
+    def digest(chunk):
+        if chunk == data[2 * CHUNK:]:
+            recorded.wait_for(2)
+        return md5(chunk)
+
+    reader = reader_for(files, digest=digest)
+    try:
+        reader.submit(path, st)
+        taken = reader.take(path)
+        assert b''.join(c for c, _ in taken) == data
+        assert taken.whole_digest() == md5(data)
+    finally:
+        reader.close()
+    assert recorded.adders[:2] == ['MainThread', 'MainThread']
+
+
+def test_the_worker_hashes_the_whole_file_while_its_budget_is_full(
+        files, recorded):
+    made = [files.make(name, os.urandom(3 * CHUNK)) for name in 'ab']
+    reader = reader_for(files, budget=CHUNK)
+    try:
+        for path, st in made:
+            reader.submit(path, st)
+        recorded.wait_for(1)
+        assert recorded.adders == ['backup-reader']
+        for path, _ in made:
+            taken = reader.take(path)
+            data = b''.join(c for c, _ in taken)
+            assert taken.whole_digest() == md5(data)
+            assert data == open(path, 'rb').read()
+    finally:
+        reader.close()
+    assert reader.ahead == 0
+
+
+def test_a_failure_to_hash_the_whole_file_is_raised_for_it(
+        files, recorded, monkeypatch):
+    data = os.urandom(3 * CHUNK)
+    path, st = files.make('big', data)
+    monkeypatch.setattr(recorded, 'fail_at', 1)
+    reader = reader_for(files)
+    try:
+        reader.submit(path, st)
+        taken = reader.take(path)
+        assert b''.join(c for c, _ in taken) == data
+        with pytest.raises(WholeFailed):
+            taken.whole_digest()
+    finally:
+        reader.close()
