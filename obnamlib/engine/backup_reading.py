@@ -44,7 +44,7 @@ import obnamlib.errors
 READ_AHEAD_BYTES = 4 * 1024 * 1024
 # Bytes of a taken file's chunks not yet in its whole-file MD5 that the
 # main thread lets wait for the worker's spare time, at most.
-WHOLE_BACKLOG_BYTES = 4 * 1024 * 1024
+WHOLE_BACKLOG_BYTES = 1024 * 1024
 # Below this size posix_fadvise costs more than the page cache it saves.
 ADVISE_SIZE = 256 * 1024
 # Files smaller than this are read in the main thread (see above).
