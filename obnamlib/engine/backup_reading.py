@@ -224,7 +224,9 @@ class ReadAhead:
             for chunk, digest in batch:
                 job.whole.add(chunk, digest)
         except BaseException as e:
-            job.hash_error = e
+            job.hash_error = e      # the digest is incomplete: never used
+            if not isinstance(e, Exception):
+                raise               # Ctrl-C in the main thread: now
         finally:
             self.cond.acquire()
             job.hashing = False

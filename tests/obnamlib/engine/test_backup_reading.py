@@ -280,11 +280,12 @@ class RecordedWhole(backup_reading.WholeFileDigest):
     adders = []
     added = None          # threading.Condition, set by the fixture
     fail_at = None
+    failure = None        # the exception class raised there
 
     def add(self, chunk, digest):
         with RecordedWhole.added:
             if len(RecordedWhole.adders) == RecordedWhole.fail_at:
-                raise WholeFailed()
+                raise RecordedWhole.failure()
             RecordedWhole.adders.append(threading.current_thread().name)
             RecordedWhole.added.notify_all()
         super().add(chunk, digest)
@@ -305,6 +306,7 @@ class WholeFailed(Exception):
 def recorded(monkeypatch):
     monkeypatch.setattr(RecordedWhole, 'adders', [])
     monkeypatch.setattr(RecordedWhole, 'added', threading.Condition())
+    monkeypatch.setattr(RecordedWhole, 'failure', WholeFailed)
     monkeypatch.setattr(backup_reading, 'WholeFileDigest', RecordedWhole)
     return RecordedWhole
 
@@ -366,3 +368,30 @@ def test_a_failure_to_hash_the_whole_file_is_raised_for_it(
             taken.whole_digest()
     finally:
         reader.close()
+
+
+def test_ctrl_c_while_the_main_thread_hashes_is_not_held_back(
+        files, recorded, monkeypatch):
+    """A KeyboardInterrupt met while the main thread adds chunks to the
+    whole-file MD5 (waiting for the worker) stops the file at once, not
+    after its last chunk."""
+    data = os.urandom(3 * CHUNK)
+    path, st = files.make('big', data)
+    gate = threading.Event()
+    monkeypatch.setattr(recorded, 'fail_at', 1)
+    monkeypatch.setattr(recorded, 'failure', KeyboardInterrupt)
+
+    def digest(chunk):
+        if chunk == data[2 * CHUNK:]:
+            assert gate.wait(timeout=10)
+        return md5(chunk)
+
+    reader = reader_for(files, digest=digest)
+    try:
+        reader.submit(path, st)
+        with pytest.raises(KeyboardInterrupt):
+            list(reader.take(path))
+    finally:
+        gate.set()
+        reader.close()
+    assert recorded.adders == ['MainThread']
