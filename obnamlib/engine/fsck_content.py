@@ -28,13 +28,12 @@ chunk.
 """
 
 import collections
-import concurrent.futures
 import dataclasses
 import hashlib
-import os
 import struct
 
 from obnamlib import errors
+from obnamlib.engine import background_md5
 
 # Files whose chunks are read together, in chunk file name order: a bound
 # on the chunk ids queued, and on the bytes of shared chunks kept in memory.
@@ -49,13 +48,6 @@ SHARED_CHUNK_BYTES = 8 * 1024 * 1024
 READ_AHEAD_CHUNKS = 128
 READ_AHEAD_BYTES = 16 * 1024 * 1024
 
-# Chunks at least this big are hashed in the worker thread (smaller ones
-# cost more in thread switches than they save).
-BACKGROUND_HASH_BYTES = 256 * 1024
-# At most this much of a file's content waits for the worker (it catches
-# up while the check goes through small files); a chunk's own MD5 goes to
-# the worker only while less than half of that waits.
-WORKER_AHEAD_BYTES = 8 * 1024 * 1024
 
 
 @dataclasses.dataclass(slots=True)
@@ -99,9 +91,8 @@ class ContentCheck:
 
     def _whole_file_hasher(self):
         """The worker for whole-file MD5s, or None on one core."""
-        if self.hasher is None and len(os.sched_getaffinity(0)) > 1:
-            self.hasher = concurrent.futures.ThreadPoolExecutor(
-                1, thread_name_prefix='obnam-fsck-md5')
+        if self.hasher is None:
+            self.hasher = background_md5.new_hasher()
         return self.hasher
 
     def next_generation(self):
@@ -317,19 +308,16 @@ class ContentCheck:
         return problems
 
 
-class _WholeFile:
+class _WholeFile(background_md5.BackgroundMD5):
     """Size and MD5 of a file's content, fed one chunk at a time.
 
-    hasher: an executor whose one thread adds big chunks to the MD5 (see
-    the module docstring), in the order given; up to WORKER_AHEAD_BYTES
-    may wait for it.  None: all are added here."""
+    hasher: background_md5.new_hasher()'s executor, whose thread adds big
+    chunks to the MD5 (see the module docstring), in the order given;
+    None: all are added here."""
 
     def __init__(self, data=b'', hasher=None):
-        self.md5 = hashlib.md5(data)
+        super().__init__(data, hasher)
         self.size = len(data)
-        self.hasher = hasher
-        self.pending = collections.deque()  # (the worker's task, bytes)
-        self.pending_bytes = 0
 
     def update(self, data, md5=None):
         """md5: that of data alone, if known; for the first piece it is
@@ -337,59 +325,24 @@ class _WholeFile:
         if self.size == 0 and md5 is not None:
             self.md5 = md5.copy()
         else:
-            self._add(data)
+            super().update(data)
         self.size += len(data)
-
-    def _add(self, data):
-        """Small pieces are added here, unless the worker has some still
-        to add before them."""
-        if self.hasher is not None and (
-                self.pending or len(data) >= BACKGROUND_HASH_BYTES):
-            self._submit(self.md5.update, data)
-        else:
-            self.md5.update(data)
-
-    def done(self):
-        """Whether the worker has nothing of this file left to do."""
-        self._drop_done()
-        return not self.pending
 
     def has_room_for(self, data):
         """Whether handing data's own MD5 to the worker would pay: it is
         big, and the worker is not behind (else it is hashed in line: the
         two threads share the hashing)."""
-        if self.hasher is None or len(data) < BACKGROUND_HASH_BYTES:
+        if self.hasher is None or \
+                len(data) < background_md5.BACKGROUND_HASH_BYTES:
             return False
-        self._drop_done()
-        return self.pending_bytes + len(data) <= WORKER_AHEAD_BYTES // 2
-
-    def _drop_done(self):
-        """Forget the tasks the worker has done (it does them in order)."""
-        while self.pending and self.pending[0][0].done():
-            self.pending_bytes -= self.pending.popleft()[1]
+        self.drop_done()
+        return self.pending_bytes + len(data) <= \
+            background_md5.WORKER_AHEAD_BYTES // 2
 
     def digest_later(self, data):
         """A future of data's own MD5 digest, computed by the worker in
         its turn (a chunk's, to check against the indexes)."""
-        return self._submit(_md5_digest, data)
-
-    def _submit(self, work, data):
-        self._wait(WORKER_AHEAD_BYTES - len(data))
-        future = self.hasher.submit(work, data)
-        self.pending.append((future, len(data)))
-        self.pending_bytes += len(data)
-        return future
-
-    def digest(self):
-        self._wait(0)
-        return self.md5.digest()
-
-    def _wait(self, room):
-        """Until at most `room` bytes wait for the worker."""
-        while self.pending and self.pending_bytes > room:
-            update, size = self.pending.popleft()
-            self.pending_bytes -= size
-            update.result()
+        return self.submit(_md5_digest, data)
 
 
 def _md5_digest(data):

@@ -2,13 +2,13 @@
 
 The restorer writes in its walk's own thread (a writer thread behind the
 walk measured slower on a quiet 2-core machine, the two threads taking
-turns at the GIL per small file).
+turns at the GIL per small file).  The checksum of what is written is
+another matter: a big file's MD5 is computed on the second core while
+its next parts are fetched and written (background_md5).
 """
 
-import hashlib
-
 import obnamlib.errors
-from obnamlib.engine import chunker
+from obnamlib.engine import background_md5, chunker
 
 # A file's content is written in parts of about this size.
 PART_BYTES = 1024 * 1024
@@ -17,14 +17,15 @@ PART_BYTES = 1024 * 1024
 class FileContent:
     """One regular file's content, written part by part: all-zero pieces
     are left as holes, and the file gets its full size even when it ends
-    in one.  md5() is the digest of everything written."""
+    in one.  finish() gives the MD5 of everything written.  hasher:
+    background_md5.new_hasher()'s executor, or None (hashed here)."""
 
-    def __init__(self, fs, dest):
+    def __init__(self, fs, dest, hasher=None):
         self.fs = fs
         self.dest = dest
         self.f = None
         self.made = False         # the file was created
-        self.digest = hashlib.md5()
+        self.digest = background_md5.BackgroundMD5(hasher=hasher)
         self.size = 0
         self.end = 0              # end of the data written so far
         self.failed = False       # a part failed (and was reported)
@@ -42,7 +43,8 @@ class FileContent:
             self.size += len(data)
 
     def finish(self, before_close=None):
-        """Close the file (made now if it is empty); the MD5 digest.
+        """Close the file (made now if it is empty); the MD5 digest (a
+        background_md5.BackgroundMD5: digest(), hexdigest()).
         before_close(file), if given, is called with the open file after
         its last change (its metadata set through it)."""
         if self.f is None:

@@ -53,7 +53,7 @@ import obnamlib.errors
 import obnamlib.engine.live_metadata
 import obnamlib.repo.metadata
 import obnamlib.vfs.base
-from obnamlib.engine import restore_writer, stored_names
+from obnamlib.engine import background_md5, restore_writer, stored_names
 from obnamlib.engine.read_ahead import (READ_AHEAD_NAMES, HintedContent,
                                         chunk_size_guess)
 
@@ -134,6 +134,7 @@ class Restorer:
         self.failed = False
         self.hard_links = {}
         self.fetcher = _ContentFetcher(repo, gen_id, self._will_link)
+        self.hasher = None      # big files' MD5s (background_md5)
 
     def _log(self, text):
         self.reporter.log(text)
@@ -152,10 +153,14 @@ class Restorer:
             self._prepare_target()
             spread_before = self.fs.spread_directories_below(self.target,
                                                              True)
+            self.hasher = background_md5.new_hasher()
         try:
             for path in paths:
                 self._restore_path(path)
         finally:
+            if self.hasher is not None:
+                self.hasher.shutdown()
+                self.hasher = None
             if spread_before is False:
                 self.fs.spread_directories_below(self.target, False)
         self.stats.ended = time.time()
@@ -411,7 +416,8 @@ class Restorer:
         write fails is removed again, so a damaged file never looks
         restored.  (A failure of the writing is not taken for one of the
         fetch: a fatal one ends the run.)"""
-        content = restore_writer.FileContent(self.fs, self.dest(path))
+        content = restore_writer.FileContent(self.fs, self.dest(path),
+                                             self.hasher)
         chunks = self.fetcher.content(path, md)
         pieces, size = [], 0
         while True:

@@ -26,7 +26,7 @@ import pytest
 
 from obnamlib import errors
 from obnamlib.repo.storage import filters
-from obnamlib.engine import fsck_content, fsck_engine
+from obnamlib.engine import background_md5, fsck_content, fsck_engine
 from obnamlib.repo import factory as repo_factory
 from tests import paths
 
@@ -792,7 +792,7 @@ def test_fsck_says_it_will_read_chunks_unless_told_to_ignore_them(
 # --- whole-file MD5s in a worker thread ---------------------------------------
 
 def test_whole_file_md5_through_the_worker_is_the_serial_one(monkeypatch):
-    monkeypatch.setattr(fsck_content, 'BACKGROUND_HASH_BYTES', 100)
+    monkeypatch.setattr(background_md5, 'BACKGROUND_HASH_BYTES', 100)
     rng = random.Random(3)
     pieces = [bytes(rng.getrandbits(8) for _ in range(size))
               for size in (300, 50, 1000, 100, 99, 400)]
@@ -806,7 +806,7 @@ def test_whole_file_md5_through_the_worker_is_the_serial_one(monkeypatch):
 
 def test_damage_is_found_with_the_worker_hashing_every_chunk(
         pristine, monkeypatch):
-    monkeypatch.setattr(fsck_content, 'BACKGROUND_HASH_BYTES', 0)
+    monkeypatch.setattr(background_md5, 'BACKGROUND_HASH_BYTES', 0)
     repo, expected = pristine
     started = []
     real_executor = concurrent.futures.ThreadPoolExecutor
@@ -815,9 +815,9 @@ def test_damage_is_found_with_the_worker_hashing_every_chunk(
         started.append(kwargs.get('thread_name_prefix'))
         return real_executor(*args, **kwargs)
 
-    monkeypatch.setattr(fsck_content.concurrent.futures,
+    monkeypatch.setattr(background_md5.concurrent.futures,
                         'ThreadPoolExecutor', executor)
-    monkeypatch.setattr(fsck_content.os, 'sched_getaffinity',
+    monkeypatch.setattr(background_md5.os, 'sched_getaffinity',
                         lambda pid: {0, 1})
     chunk_digests = []
     real_digest = fsck_content._md5_digest
@@ -825,7 +825,7 @@ def test_damage_is_found_with_the_worker_hashing_every_chunk(
                         lambda data: chunk_digests.append(1) or
                         real_digest(data))
     assert check(repo) == []
-    assert started == ['obnam-fsck-md5']
+    assert started == ['obnam-md5']
     assert chunk_digests    # chunks' own MD5s too, their verdicts waiting
     cases = [case for case in file_fault_cases(str(repo))
              if case[1].startswith('chunks/')]
@@ -837,14 +837,14 @@ def test_damage_is_found_with_the_worker_hashing_every_chunk(
 
 
 def test_on_one_core_no_worker_is_started(pristine, monkeypatch):
-    monkeypatch.setattr(fsck_content, 'BACKGROUND_HASH_BYTES', 0)
-    monkeypatch.setattr(fsck_content.os, 'sched_getaffinity',
+    monkeypatch.setattr(background_md5, 'BACKGROUND_HASH_BYTES', 0)
+    monkeypatch.setattr(background_md5.os, 'sched_getaffinity',
                         lambda pid: {0})
 
     def refuse(*args, **kwargs):
         raise AssertionError('a worker thread on one core')
 
-    monkeypatch.setattr(fsck_content.concurrent.futures,
+    monkeypatch.setattr(background_md5.concurrent.futures,
                         'ThreadPoolExecutor', refuse)
     repo, _ = pristine
     problems, stats, _, _ = counted_check(repo)
@@ -909,7 +909,7 @@ def test_a_file_damaged_twice_is_reported_as_on_one_core(
     """With a chunk's verdict waiting for the worker, a later chunk of the
     same file may be read (and found damaged) first: only the first
     damaged chunk is reported, as when the chunks are checked in turn."""
-    monkeypatch.setattr(fsck_content, 'BACKGROUND_HASH_BYTES', 0)
+    monkeypatch.setattr(background_md5, 'BACKGROUND_HASH_BYTES', 0)
     repo, _ = pristine
     chunk_lists = []
     opened = open_repo(repo)
@@ -940,7 +940,7 @@ def test_a_file_damaged_twice_is_reported_as_on_one_core(
     for faults in cases:
         reports = []
         for cores in ({0}, {0, 1}):
-            monkeypatch.setattr(fsck_content.os, 'sched_getaffinity',
+            monkeypatch.setattr(background_md5.os, 'sched_getaffinity',
                                 lambda pid, cores=cores: cores)
             with contextlib.ExitStack() as stack:
                 for op, rel, other in faults:
@@ -979,8 +979,8 @@ def made_a_directory(repo, rel):
 def test_a_run_of_equal_chunks_is_read_once_while_its_verdict_waits(
         tmp_path, monkeypatch):
     """A sparse file's zeros: one chunk, many times in a row."""
-    monkeypatch.setattr(fsck_content, 'BACKGROUND_HASH_BYTES', 0)
-    monkeypatch.setattr(fsck_content.os, 'sched_getaffinity',
+    monkeypatch.setattr(background_md5, 'BACKGROUND_HASH_BYTES', 0)
+    monkeypatch.setattr(background_md5.os, 'sched_getaffinity',
                         lambda pid: {0, 1})
     hashed = []
     real = fsck_content._md5_digest

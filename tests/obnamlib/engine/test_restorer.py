@@ -11,6 +11,7 @@ import pytest
 
 import obnamlib.errors
 import obnamlib.repo.factory
+import obnamlib.engine.background_md5
 import obnamlib.engine.read_ahead
 import obnamlib.engine.restore_writer
 import obnamlib.engine.restorer
@@ -298,6 +299,35 @@ def test_checksum_mismatch_is_notified_fails_the_run_and_leaves_no_file(world):
         'checksum (%s vs %s); the file was not restored'
         % (live / 'f', actual, '00' * 16)]
     assert not (target / str(live).lstrip('/') / 'f').exists()
+
+
+def test_checksums_made_by_the_worker_thread_pass_and_fail_as_in_line(
+        world, monkeypatch):
+    """Every piece hashed by background_md5's worker (two cores, no size
+    floor): a right file is restored exactly, a wrong checksum is still
+    caught, and the worker is gone after the run."""
+    monkeypatch.setattr(obnamlib.engine.background_md5,
+                        'BACKGROUND_HASH_BYTES', 0)
+    monkeypatch.setattr(obnamlib.engine.background_md5.os,
+                        'sched_getaffinity', lambda pid: {0, 1})
+    tmp, live = world
+    good = os.urandom(3 * 1024 * 1024 + 5)
+    write(live / 'good', good)
+    write(live / 'bad', b'content')
+    repo = rh.new_repository(tmp / 'repo')
+    gen = rh.store_tree(repo, str(live))
+    rh.rewrite_metadata(repo, gen, os.fsencode(str(live / 'bad')),
+                        md5=b'\0' * 16)
+    target = tmp / 'target'
+    r, rep = restorer(repo, gen, target)
+    with pytest.raises(obnamlib.engine.restorer.RestoreErrors):
+        r.restore()
+    restored = target / str(live).lstrip('/')
+    assert (restored / 'good').read_bytes() == good
+    assert not (restored / 'bad').exists()
+    assert rep.notes == ['File checksum restore error: %s (%s vs %s)' % (
+        live / 'bad', hashlib.md5(b'content').hexdigest(), '00' * 16)]
+    assert r.hasher is None
 
 
 @pytest.mark.parametrize('by_path', [False, True])
