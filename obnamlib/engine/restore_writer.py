@@ -44,9 +44,11 @@ class FileContent:
 
     def finish(self, before_close=None):
         """Close the file (made now if it is empty); the MD5 digest (a
-        background_md5.BackgroundMD5: digest(), hexdigest()).
-        before_close(file), if given, is called with the open file after
-        its last change (its metadata set through it)."""
+        background_md5.BackgroundMD5: digest(), hexdigest()), complete:
+        a failure of the worker hashing it is raised here, where the
+        caller handles the file's failures.  before_close(file), if
+        given, is called with the open file after its last change (its
+        metadata set through it)."""
         if self.f is None:
             self._open()
         f, self.f = self.f, None
@@ -57,6 +59,7 @@ class FileContent:
                 before_close(f)
         finally:
             f.close()
+        self.digest.wait()
         return self.digest
 
     def _open(self):

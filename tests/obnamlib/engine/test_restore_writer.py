@@ -52,3 +52,25 @@ def test_discard_of_nothing_made_does_nothing(tmp_path):
     (b'x' + b'\0' * 10, False), (b'\0' * 5 + b'x' + b'\0' * 5, False)])
 def test_all_zero(data, zero):
     assert chunker.is_all_zero(data) is zero
+
+
+def test_a_failure_to_hash_is_raised_by_finish(tmp_path, monkeypatch):
+    """The restorer handles a file's failures around finish(): a failure
+    of the worker thread hashing the file must come from there, not from
+    the digest asked for after it."""
+    import concurrent.futures
+    from obnamlib.engine import background_md5
+    monkeypatch.setattr(background_md5, 'BACKGROUND_HASH_BYTES', 0)
+
+    class Broken:
+        def update(self, data):
+            raise MemoryError('no room')
+
+    with concurrent.futures.ThreadPoolExecutor(1) as hasher:
+        content = restore_writer.FileContent(
+            obnamlib.vfs.local.LocalFS('/'),
+            os.fsencode(str(tmp_path / 'f')), hasher)
+        content.digest.md5 = Broken()
+        content.write([b'data'])
+        with pytest.raises(MemoryError):
+            content.finish()
