@@ -214,7 +214,7 @@ class ReadAhead:
         """Add up to limit of job's chunks, in order, to its whole-file
         MD5, unless another thread is at it; False if there was nothing
         to do.  Called with cond held, which is let go while hashing."""
-        if job.hashing or not job.unhashed or job.cancelled:
+        if not _has_whole_work(job):
             return False
         batch = [job.unhashed.popleft()
                  for _ in range(min(limit, len(job.unhashed)))]
@@ -237,10 +237,13 @@ class ReadAhead:
     def _hash_for_main(self):
         """The worker's spare time: one chunk of the whole-file MD5 of
         the file the main thread has, or of the first one queued that
-        needs it.  Called with cond held."""
+        needs it; False if none does.  Called with cond held (the file is
+        chosen before _hash_whole lets it go: the main thread may then
+        take or drop queued files)."""
         jobs = self.queued if self.current is None \
             else itertools.chain((self.current,), self.queued)
-        return any(self._hash_whole(job, 1) for job in jobs)
+        job = next((job for job in jobs if _has_whole_work(job)), None)
+        return job is not None and self._hash_whole(job, 1)
 
     # --- the worker --------------------------------------------------------
 
@@ -308,6 +311,11 @@ class ReadAhead:
             self.ahead += len(chunk)
             self.cond.notify_all()
             return True
+
+
+def _has_whole_work(job):
+    """Whether a thread may add chunks to job's whole-file MD5 now."""
+    return bool(job.unhashed) and not job.hashing and not job.cancelled
 
 
 def _ends_the_run(error):

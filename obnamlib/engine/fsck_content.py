@@ -49,7 +49,6 @@ READ_AHEAD_CHUNKS = 128
 READ_AHEAD_BYTES = 16 * 1024 * 1024
 
 
-
 @dataclasses.dataclass(slots=True)
 class _QueuedFile:
     """A regular file whose chunks wait to be read in the next batch
