@@ -6,15 +6,12 @@ it boots while the parent works."""
 
 import collections
 import concurrent.futures
-import logging
 import mmap
 import os
-import signal
 import threading
-import traceback
 
 from obnamlib.crypto import reply_ring
-from obnamlib.crypto.frame_pipe import Channel
+from obnamlib.crypto.frame_pipe import Channel, run_child
 from obnamlib.crypto.tag_chain import seal, unwrap
 
 # Bytes of requests the helper reads ahead of its work, at most (_Inbox).
@@ -24,28 +21,13 @@ CREATES_WAITING = 64
 
 
 def serve(root, requests_fd, replies_fd, ring_fd=None):
-    """The child: requests in order until 'stop' or end of input.  Ctrl-C
-    is the parent's to handle (it stops us); anything unexpected goes to
-    the parent's log, not to the terminal.  ring_fd: the shared memory
-    for read replies (obnamlib.crypto.reply_ring), if the parent made one."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # Log records have nowhere to go here: without a handler, Python would
-    # print warnings on the terminal, which is the parent's (it logs what
-    # it reads itself).
-    logging.getLogger().addHandler(logging.NullHandler())
+    """The child: requests in order until 'stop' or end of input (see
+    frame_pipe.run_child for Ctrl-C, logging and failures).  ring_fd: the
+    shared memory for read replies (obnamlib.crypto.reply_ring), if the
+    parent made one."""
     requests = Channel(int(requests_fd))
     replies = Channel(int(replies_fd))
-    try:
-        _serve(root, requests, replies, ring_fd)
-    except (BrokenPipeError, EOFError):
-        pass        # the parent stopped listening: nobody to tell
-    except Exception:
-        try:
-            replies.send(('crashed', traceback.format_exc()))
-        except OSError:
-            pass
-        os._exit(1)
-    os._exit(0)     # nothing is buffered: skip the interpreter's teardown
+    run_child(lambda: _serve(root, requests, replies, ring_fd), replies)
 
 
 def _serve(root, requests, replies, ring_fd):

@@ -8,15 +8,40 @@ multiprocessing.connection costs four reads per message and a copy of
 every byte through a BytesIO.)"""
 
 import fcntl
+import logging
 import os
 import pickle
 import select
+import signal
 import struct
+import traceback
 
 # A pipe's room, if the kernel allows: a whole chunk, fewer wake-ups.
 PIPE_BYTES = 1 << 20
 _IOV_MAX = 512
 _F_SETPIPE_SZ = getattr(fcntl, 'F_SETPIPE_SZ', 1031)
+
+
+def run_child(work, replies):
+    """How a helper process runs work(): Ctrl-C is the parent's to
+    handle (it stops us); log records have nowhere to go (without a
+    handler Python would print warnings on the terminal, which is the
+    parent's: it logs what it hears); an unexpected failure goes back as
+    ('crashed', traceback) through the Channel `replies`.  The process
+    then ends without the interpreter's teardown: nothing is buffered."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.getLogger().addHandler(logging.NullHandler())
+    try:
+        work()
+    except (BrokenPipeError, EOFError):
+        pass        # the parent stopped listening: nobody to tell
+    except Exception:
+        try:
+            replies.send(('crashed', traceback.format_exc()))
+        except OSError:
+            pass
+        os._exit(1)
+    os._exit(0)
 
 
 def new_pipe():

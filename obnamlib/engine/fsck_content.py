@@ -25,6 +25,12 @@ metadata), so that both threads work at once (_interleaved).  Problem
 lines still come in the files' order (_InOrder), and name the same
 chunks as when every chunk is checked in turn: a file's first damaged
 chunk.
+
+Where the repository allows it, a second obnam process checks some of
+the batches (obnamlib.engine.fsck_side) while this one walks the
+generations and checks the others: its findings are merged when they
+come, and lines found meanwhile wait in the outbox, so that the report
+is the one a single process would make.
 """
 
 import collections
@@ -40,6 +46,13 @@ from obnamlib.engine import background_md5
 BATCH_CHUNK_IDS = 8192
 SHARED_CHUNK_BYTES = 8 * 1024 * 1024
 
+# fsck's second process (obnamlib.engine.fsck_side) is started once this
+# many chunk ids were queued (a small check is over before it would boot),
+# and then batches are this big: smaller ones share the work between the
+# two processes more evenly, and the last batch sent is done sooner.
+SIDE_AFTER_CHUNK_IDS = BATCH_CHUNK_IDS
+SIDE_BATCH_CHUNK_IDS = 4096
+
 # One read-ahead hint to the repository (prefetch_chunks) names at most
 # this many chunks and about this much data (estimated from file sizes).
 # The next hint goes out when half of one is read, so that reading ahead
@@ -47,6 +60,18 @@ SHARED_CHUNK_BYTES = 8 * 1024 * 1024
 # prefetch (256 chunks, 32 MiB).
 READ_AHEAD_CHUNKS = 128
 READ_AHEAD_BYTES = 16 * 1024 * 1024
+
+
+@dataclasses.dataclass
+class BatchFindings:
+    """What checking a batch in fsck's second process found, for the
+    first one to merge (ContentCheck.check_batch, _merge)."""
+    lines: list = dataclasses.field(default_factory=list)  # problem lines
+    verified_chunks: list = dataclasses.field(default_factory=list)
+    verified_files: list = dataclasses.field(default_factory=list)
+    bad_chunks: dict = dataclasses.field(default_factory=dict)
+    chunk_reads: int = 0
+    chunk_bytes: int = 0
 
 
 @dataclasses.dataclass(slots=True)
@@ -66,7 +91,9 @@ class ContentCheck:
     report(text): a problem line; checking(text): what is being checked
     now; counted(): the counters in stats changed."""
 
-    def __init__(self, repo, checker, stats, report, checking, counted):
+    def __init__(self, repo, checker, stats, report, checking, counted,
+                 side=None):
+        """side: a fsck_side.SideCheck that batches may be sent to."""
         self.repo = repo
         self.checker = checker
         self.stats = stats
@@ -81,9 +108,19 @@ class ContentCheck:
         self.queued_ids = 0
         self.hasher = None          # the whole-file MD5 worker, once needed
         self.on_disk = None         # chunk ids of the chunk files
+        self.side = side
+        self.ids_queued = 0         # in the whole run
+        self.batch_ids = BATCH_CHUNK_IDS
+        self.epoch = 0              # generations begun (next_generation)
+        # Batches whose problem lines wait for a batch sent before them:
+        # [seq, None] (sent, not answered) or [None, lines].
+        self.outbox = collections.deque()
+        self.journal = None         # what a batch verified (check_batch)
 
     def close(self):
-        """Stop the worker thread, if one was started."""
+        """Stop the worker thread and the second process, if started."""
+        if self.side is not None:
+            self.side.close()
         if self.hasher is not None:
             self.hasher.shutdown()
             self.hasher = None
@@ -99,6 +136,7 @@ class ContentCheck:
         in the next one too, but no longer after it."""
         self.previous_lists = self.verified_lists
         self.verified_lists = set()
+        self.epoch += 1
 
     def chunk_ids_on_disk(self):
         """The checker's set, asked for once (every file needs it, and the
@@ -112,7 +150,7 @@ class ContentCheck:
         """A file whose content is stored in its generation's tree."""
         for problem in self._whole_file_problems(
                 shown, metadata.st_size, metadata.md5, _WholeFile(data)):
-            self.report(problem)
+            self._report_now(problem)
 
     def check_chunks(self, shown, metadata, chunk_ids, skip_checksums):
         """A file's chunks exist; unless skip_checksums, queue it for
@@ -120,7 +158,8 @@ class ContentCheck:
         on_disk = self.chunk_ids_on_disk()
         missing = [c for c in chunk_ids if c not in on_disk]
         for chunk_id in missing:
-            self.report('%s: chunk %x does not exist' % (shown, chunk_id))
+            self._report_now('%s: chunk %x does not exist'
+                             % (shown, chunk_id))
         if missing or skip_checksums:
             return
         digest = hashlib.md5(struct.pack('!%dQ' % len(chunk_ids), *chunk_ids)
@@ -130,7 +169,7 @@ class ContentCheck:
         self.queued.append(_QueuedFile(shown, metadata.st_size, metadata.md5,
                                        chunk_ids, digest))
         self.queued_ids += len(chunk_ids)
-        if self.queued_ids >= BATCH_CHUNK_IDS:
+        if self.queued_ids >= self.batch_ids:
             self.flush()
 
     def _verified(self, digest):
@@ -142,22 +181,134 @@ class ContentCheck:
         return False
 
     def flush(self):
-        """Read the queued files' chunks, in chunk file name order, with
-        the chunks of big files spread among the small ones
-        (_interleaved)."""
-        queued, self.queued, self.queued_ids = self.queued, [], 0
+        """Check the queued files, here or in the second process (the walk
+        goes on meanwhile)."""
+        queued = self._take_queued()
         if not queued:
             return
+        self._take_side_findings(wait=False)
+        if self._side_takes_batches():
+            seq = self.side.submit(queued, self.epoch)
+            if seq is not None:
+                self.outbox.append([seq, None])
+                return
+        self._check_here(queued)
+
+    def finish(self):
+        """After the walk: check what is queued (shared with the second
+        process, which would wait otherwise), and wait for its findings.
+        Every problem line has then been reported."""
+        queued = self._take_queued()
+        self._take_side_findings(wait=False)
+        if queued and self._side_takes_batches():
+            queued.sort(key=self._read_order)   # as _check_batch would
+            half = _first_half(queued)
+            seq = self.side.submit(queued[:half], self.epoch)
+            if seq is not None:
+                self.outbox.append([seq, None])
+                queued = queued[half:]
+        if queued:
+            self._check_here(queued)
+        self._take_side_findings(wait=True)
+
+    def _take_queued(self):
+        queued, self.queued = self.queued, []
+        self.ids_queued += self.queued_ids
+        self.queued_ids = 0
+        return queued
+
+    def _side_takes_batches(self):
+        """Whether the next batch goes to the second process (started
+        here when the run has proved big enough)."""
+        if self.side is None or self.ids_queued < SIDE_AFTER_CHUNK_IDS:
+            return False
+        usable = self.side.usable()
+        self.batch_ids = (BATCH_CHUNK_IDS if self.side.failed is not None
+                          else SIDE_BATCH_CHUNK_IDS)
+        return usable
+
+    def _report_now(self, text):
+        """A problem line found as the walk goes: after those of the
+        batches before it (they may still wait for the second process)."""
+        if not self.outbox:
+            self.report(text)
+        elif self.outbox[-1][0] is None:
+            self.outbox[-1][1].append(text)
+        else:
+            self.outbox.append([None, [text]])
+
+    def _check_here(self, queued):
+        """Check a batch in this process; its lines wait in the outbox
+        while a batch sent before it is not answered."""
+        if not self.outbox:
+            self._check_batch(queued, self.report)
+            return
+        lines = []
+        self.outbox.append([None, lines])
+        self._check_batch(queued, lines.append)
+
+    def _take_side_findings(self, wait):
+        """Merge what the second process found (wait: all of it); report
+        the lines that no longer wait for an earlier batch."""
+        if self.side is None or not self.outbox:
+            return
+        for seq, findings, files in self.side.done(wait):
+            slot = next(slot for slot in self.outbox if slot[0] == seq)
+            lines = []
+            if findings is None:        # it failed: check the batch here
+                self._check_batch(files, lines.append)
+            else:
+                lines = self._merge(findings)
+            slot[:] = [None, lines]
+        while self.outbox and self.outbox[0][0] is None:
+            for line in self.outbox.popleft()[1]:
+                self.report(line)
+
+    def _merge(self, findings):
+        """A batch checked by the second process, as if checked here: its
+        problem lines."""
+        for chunk_id in findings.verified_chunks:
+            if chunk_id not in self.verified_chunks:
+                self.verified_chunks.add(chunk_id)
+                self.stats.chunks += 1
+        self.verified_lists.update(findings.verified_files)
+        for chunk_id, text in findings.bad_chunks.items():
+            self.bad_chunks.setdefault(chunk_id, text)
+        self.stats.chunk_reads += findings.chunk_reads
+        self.stats.chunk_bytes += findings.chunk_bytes
+        self.counted()
+        return findings.lines
+
+    def check_batch(self, files):
+        """In fsck's second process: check a batch the first one sent;
+        what it found (BatchFindings)."""
+        bad_before = set(self.bad_chunks)
+        reads, size = self.stats.chunk_reads, self.stats.chunk_bytes
+        self.journal = BatchFindings()
+        try:
+            self._check_batch(files, self.journal.lines.append)
+            found = self.journal
+        finally:
+            self.journal = None
+        found.bad_chunks = {chunk_id: text for chunk_id, text
+                            in self.bad_chunks.items()
+                            if chunk_id not in bad_before}
+        found.chunk_reads = self.stats.chunk_reads - reads
+        found.chunk_bytes = self.stats.chunk_bytes - size
+        return found
+
+    def _check_batch(self, queued, report):
+        """Read a batch's chunks, in chunk file name order, with the
+        chunks of big files spread among the small ones (_interleaved);
+        its problem lines to report(), in the files' order."""
         walking = self.stats.phase
         self.checking('the chunks of %d file(s)' % len(queued))
-        order = self.checker.chunk_sort_key
-        queued.sort(key=lambda f: order(f.chunk_ids[0]) if f.chunk_ids
-                    else order(0))
+        queued.sort(key=self._read_order)
         steps = _interleaved(queued)
         shared = _SharedChunks(
             collections.Counter(c for f in queued for c in f.chunk_ids))
         ahead = _ReadAhead(queued, steps)
-        in_order = _InOrder(self.report)
+        in_order = _InOrder(report)
         checks = {}     # queued index -> _UnderWay: a file being checked
         finishing = collections.deque()  # those read, the worker not done
         for at, pos in steps:
@@ -187,6 +338,11 @@ class ContentCheck:
             self._finish(queued, finishing.popleft(), checks, in_order)
         self.checking(walking)
 
+    def _read_order(self, item):
+        """Files are taken in the order of their first chunks' files."""
+        return self.checker.chunk_sort_key(
+            item.chunk_ids[0] if item.chunk_ids else 0)
+
     def _finish(self, queued, at, checks, in_order):
         """A file all of whose chunks were read: its verdict."""
         item, under_way = queued[at], checks.pop(at)
@@ -198,6 +354,8 @@ class ContentCheck:
             item.shown, item.size, item.md5, under_way.whole)
         if not problems:
             self.verified_lists.add(item.digest)
+            if self.journal is not None:
+                self.journal.verified_files.append(item.digest)
         in_order.done(at, problems)
 
     def _add_chunk(self, item, pos, under_way, shared, ahead):
@@ -290,6 +448,8 @@ class ContentCheck:
             return self._chunk_problem(chunk_id, 'chunk %x is corrupted')
         self.verified_chunks.add(chunk_id)
         self.stats.chunks += 1
+        if self.journal is not None:
+            self.journal.verified_chunks.append(chunk_id)
         return None
 
     def _chunk_problem(self, chunk_id, template):
@@ -422,6 +582,22 @@ class _ReadAhead:
         self.hinted = end
         self.refill = start + (end - start) // 2
         return window
+
+
+def _first_half(queued):
+    """How many of the files come first in half of the work of checking
+    them (their bytes, hashed twice in a file of several chunks, and a
+    share for each file): fsck's two processes split the last batch."""
+    def work(item):
+        size = item.size or 0
+        return size * (2 if len(item.chunk_ids) > 1 else 1) + 32 * 1024
+    total = sum(work(item) for item in queued)
+    done = 0
+    for count, item in enumerate(queued):
+        if done * 2 >= total:
+            return count
+        done += work(item)
+    return len(queued)
 
 
 def _interleaved(queued):

@@ -27,6 +27,8 @@ import struct
 from obnamlib import errors
 from obnamlib.engine import stored_names
 from obnamlib.engine.fsck_content import ContentCheck, error_line
+from obnamlib.engine.fsck_side import SideCheck
+from obnamlib.engine.fsck_stats import FsckStats  # noqa: F401 (the API)
 from obnamlib.repo import interface as repo_interface
 from obnamlib.repo.fsck_checker import storage_checker_for
 
@@ -81,20 +83,6 @@ class FsckOptions:
                     or self.ignore_clients)
 
 
-@dataclasses.dataclass
-class FsckStats:
-    clients: int = 0
-    generations: int = 0
-    files: int = 0
-    chunks: int = 0             # distinct chunks whose content was verified
-    problems: int = 0
-    fixed: int = 0
-    chunks_total: int = 0       # chunk files in the repository
-    chunk_reads: int = 0        # chunk files read (chunks + re-reads)
-    chunk_bytes: int = 0        # bytes of chunk content read
-    phase: str = ''             # what is being checked now
-
-
 class SilentReporter:
     """What fsck tells as it goes; the plugin passes one that prints."""
 
@@ -118,7 +106,7 @@ class Fsck:
         self.stats = FsckStats()
         self.content = ContentCheck(
             repo, self.checker, self.stats, self._report, self._checking,
-            lambda: self.reporter.counted(self.stats))
+            lambda: self.reporter.counted(self.stats), side=SideCheck(repo))
         self.used = {}              # client name -> chunk ids its files use
 
     def run(self):
@@ -135,7 +123,7 @@ class Fsck:
             if not self.options.skip_generations:
                 for client_name in self._client_names():
                     self._check_client(client_name)
-                self.content.flush()
+                self.content.finish()
                 if not self.options.ignore_chunks:
                     self._name_users_of_damaged_chunks()
             complete = self.walk_problems == 0

@@ -106,6 +106,14 @@ def open_repository(settings=None, vfs=None, create=False, url=None,
     return repo
 
 
+def reopen_repository(reopening):
+    """A second opening, for reading, of a repository whose reopening()
+    gave `reopening` (in another process): it takes no lock."""
+    return open_repository(url=reopening['url'],
+                           node_size=reopening['node_size'],
+                           lock_timeout=0)
+
+
 def _is_local(url):
     return urllib.parse.urlparse(url).scheme == ''
 

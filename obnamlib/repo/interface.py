@@ -227,6 +227,13 @@ class Repository(abc.ABC):
         A format may get ready (start a helper process) meanwhile; doing
         nothing is correct."""
 
+    def reopening(self):
+        """How a second process may open this repository by itself to read
+        it (fsck's second process: obnamlib.engine.fsck_side), as a value
+        for obnamlib.repo.factory.reopen_repository; None where it cannot
+        without the user (a remote or an encrypted repository)."""
+        return None
+
     def prefetch_chunks(self, chunk_ids):
         """A hint: these chunks are read soon, in this order.  A format may
         fetch them together (one round trip for many over SFTP) and hand

@@ -109,6 +109,12 @@ class Storage(abc.ABC):
     def close(self):
         """Release connections; the object is unusable afterwards."""
 
+    def reopening(self):
+        """The local directory a second process may open this storage
+        from by itself, or None (remote, or wrapped in what it would
+        miss)."""
+        return None
+
     def __enter__(self):
         return self
 

@@ -210,6 +210,9 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
     def __repr__(self):
         return 'LocalFS(%r)' % self.root
 
+    def reopening(self):
+        return self.root
+
     def _full(self, path):
         """Absolute path for a str (relative) or bytes (absolute) path."""
         if isinstance(path, bytes):

@@ -60,6 +60,13 @@ class RepositoryFormat6(GenerationMethods, ChunkMethods,
     # --- repository as a whole -----------------------------------------
 
     @reporting_damage
+    def reopening(self):
+        root = self.fs.reopening()
+        if root is None:
+            return None
+        return {'url': root, 'node_size': self.node_size}
+
+    @reporting_damage
     def close(self):
         try:
             self.unlock_everything()

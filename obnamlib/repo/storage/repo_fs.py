@@ -187,6 +187,13 @@ class RepositoryFS(vfs_base.Storage):
         return (self._reads_ahead() or
                 vfs_base.ADVISES_READS in self.base.capabilities)
 
+    def reopening(self):
+        """The base's root, when the content needs no key to read: a
+        second process opens the repository from it by itself."""
+        if self.keys is not None:
+            return None
+        return self.base.reopening()
+
     def _reads_ahead(self):
         """An encrypted repository on a local disk (format 6)."""
         return (self.keys is not None and not self.format5 and

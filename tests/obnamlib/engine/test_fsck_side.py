@@ -1,0 +1,180 @@
+"""fsck's second process (obnamlib.engine.fsck_side): batches it checks
+give the same problem lines, in the same order, and the same counts as
+checking everything in one process; when it cannot start, fails or dies,
+the first process checks its batches itself."""
+
+import os
+import shutil
+import signal
+
+import pytest
+
+from obnamlib.engine import fsck_content, fsck_engine, fsck_side
+from obnamlib.repo import factory as repo_factory
+from obnamlib.repo.fmt_6.repo_fmt_6 import RepositoryFormat6
+from obnamlib.repo.storage import repo_fs
+from obnamlib.vfs import local
+from tests.obnamlib.engine.test_fsck_injection import (  # noqa: F401
+    delete, files_under, flip, open_repo, pristine)
+
+
+@pytest.fixture(scope='module')
+def damaged(pristine, tmp_path_factory):
+    """The pristine repository with some chunk files flipped or gone."""
+    repo, _ = pristine
+    copy = tmp_path_factory.mktemp('fsck-side') / 'repo'
+    shutil.copytree(str(repo), str(copy))
+    chunk_files = files_under(str(copy), 'chunks', 'chunks')
+    assert len(chunk_files) > 20
+    for rel in chunk_files[3::7]:
+        flip(str(copy), rel, rel)
+    delete(str(copy), chunk_files[5], chunk_files[5])
+    return copy
+
+
+@pytest.fixture
+def small_batches(monkeypatch):
+    """Batches of a few chunks, the second process used from the first."""
+    monkeypatch.setattr(fsck_content, 'BATCH_CHUNK_IDS', 4)
+    monkeypatch.setattr(fsck_content, 'SIDE_BATCH_CHUNK_IDS', 4)
+    monkeypatch.setattr(fsck_content, 'SIDE_AFTER_CHUNK_IDS', 0)
+
+
+def run_fsck(path, monkeypatch, side=True):
+    """(problems, stats, batches the second process answered, batches it
+    gave back)."""
+    merged = []
+    given_back = []
+    real_merge = fsck_content.ContentCheck._merge
+    real_done = fsck_side.SideCheck.done
+
+    def counting_merge(self, findings):
+        merged.append(findings)
+        return real_merge(self, findings)
+
+    def counting_done(self, wait=False):
+        answered = real_done(self, wait)
+        given_back.extend(seq for seq, findings, _ in answered
+                          if findings is None)
+        return answered
+
+    with monkeypatch.context() as m:
+        m.setattr(fsck_content.ContentCheck, '_merge', counting_merge)
+        m.setattr(fsck_side.SideCheck, 'done', counting_done)
+        if not side:
+            m.setattr(fsck_engine, 'SideCheck', lambda repo: None)
+        repo = open_repo(path)
+        try:
+            fsck = fsck_engine.Fsck(repo)
+            problems = fsck.run()
+        finally:
+            repo.close()
+    return problems, fsck.stats, len(merged), len(given_back)
+
+
+def assert_same_check(path, monkeypatch, used, given_back=False):
+    """The check with the second process (used: whether it answered a
+    batch, None: either; given_back: whether it gave any back) is the
+    check without it."""
+    alone, alone_stats, none, _ = run_fsck(path, monkeypatch, side=False)
+    shared, shared_stats, answered, back = run_fsck(path, monkeypatch)
+    assert none == 0
+    assert used is None or (answered > 0) == used
+    assert (back > 0) == given_back
+    assert shared == alone
+    for name in ('files', 'chunks', 'chunks_total', 'problems'):
+        assert getattr(shared_stats, name) == getattr(alone_stats, name)
+    return shared
+
+
+def test_a_clean_repository_is_clean_with_two_processes(
+        pristine, small_batches, monkeypatch):
+    repo, _ = pristine
+    assert assert_same_check(repo, monkeypatch, used=True) == []
+
+
+def test_damage_is_reported_as_by_one_process(damaged, small_batches,
+                                               monkeypatch):
+    problems = assert_same_check(damaged, monkeypatch, used=True)
+    assert any('is corrupted' in line for line in problems)
+    assert any('does not exist' in line for line in problems)
+
+
+def test_a_small_check_starts_no_second_process(damaged, monkeypatch):
+    started = []
+    monkeypatch.setattr(fsck_side.SideCheck, '_start',
+                        lambda self: started.append(self) or False)
+    assert_same_check(damaged, monkeypatch, used=False)
+    assert started == []
+
+
+def test_one_core_starts_no_second_process(damaged, small_batches,
+                                           monkeypatch):
+    monkeypatch.setattr(fsck_side.os, 'sched_getaffinity', lambda pid: {0})
+    assert_same_check(damaged, monkeypatch, used=False)
+
+
+def test_a_second_process_that_cannot_open_gives_its_batches_back(
+        damaged, small_batches, monkeypatch, tmp_path):
+    monkeypatch.setattr(
+        RepositoryFormat6, 'reopening',
+        lambda self: {'url': str(tmp_path / 'nowhere'), 'node_size': 4096})
+    assert_same_check(damaged, monkeypatch, used=False, given_back=True)
+
+
+def test_a_second_process_that_dies_gives_its_batches_back(
+        damaged, small_batches, monkeypatch):
+    real_submit = fsck_side.SideCheck.submit
+    killed = []
+
+    def submit_then_die(self, files, epoch):
+        seq = real_submit(self, files, epoch)
+        if len(self.sent) == fsck_side.BACKLOG and not killed:
+            self.proc.kill()
+            killed.append(seq)
+        return seq
+
+    monkeypatch.setattr(fsck_side.SideCheck, 'submit', submit_then_die)
+    assert_same_check(damaged, monkeypatch, used=None, given_back=True)
+    assert killed
+
+
+def test_only_a_local_unencrypted_repository_can_be_reopened(pristine):
+    repo, _ = pristine
+    opened = open_repo(repo)
+    try:
+        reopening = opened.reopening()
+        assert reopening == {'url': os.path.abspath(str(repo)),
+                             'node_size': opened.node_size}
+        again = repo_factory.reopen_repository(reopening)
+        try:
+            assert again.get_client_names() == opened.get_client_names()
+        finally:
+            again.close()
+    finally:
+        opened.close()
+    keyed = repo_fs.RepositoryFS(local.LocalFS(str(repo)), keys=object())
+    assert keyed.reopening() is None
+
+
+def test_an_interrupted_check_stops_the_second_process_at_once(
+        damaged, small_batches, monkeypatch):
+    real_submit = fsck_side.SideCheck.submit
+    processes = []
+
+    def submit_then_interrupt(self, files, epoch):
+        if processes:
+            raise KeyboardInterrupt()
+        processes.append(self.proc)
+        return real_submit(self, files, epoch)
+
+    monkeypatch.setattr(fsck_side.SideCheck, 'submit', submit_then_interrupt)
+    repo = open_repo(damaged)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            fsck_engine.Fsck(repo).run()
+    finally:
+        repo.close()
+    [proc] = processes
+    # Killed, not asked to finish its batch first; and waited for.
+    assert proc.returncode == -signal.SIGKILL
