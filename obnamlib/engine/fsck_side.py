@@ -8,9 +8,10 @@ look up, compare) besides the hashing, and Python runs one thread at a
 time; the walk and the checks then shared one core.
 
 Only a repository that another process can open by itself, without the
-user, has one (Repository.reopening: a local directory, unencrypted); the
-second process takes no lock (the first holds them all) and writes
-nothing.  What it finds comes back as the batch's problem lines and what
+user, has one (Repository.reopening: a local directory; the keys of an
+encrypted one are handed over, no gpg runs); the second process takes no
+lock (the first holds them all), starts no cipher helper of its own and
+writes nothing.  What it finds comes back as the batch's problem lines and what
 the first process remembers of a batch (chunks verified, chunks found
 damaged, files verified, counters).  If it fails, or cannot start, the
 first process checks its batches itself: a check never depends on it.

@@ -108,10 +108,22 @@ def open_repository(settings=None, vfs=None, create=False, url=None,
 
 def reopen_repository(reopening):
     """A second opening, for reading, of a repository whose reopening()
-    gave `reopening` (in another process): it takes no lock."""
-    return open_repository(url=reopening['url'],
-                           node_size=reopening['node_size'],
-                           lock_timeout=0)
+    gave `reopening` (in another process): it takes no lock, and reads
+    an encrypted repository with the passphrases handed over."""
+    url = reopening['url']
+    keys = reopening.get('keys')
+    if keys is None:
+        return open_repository(url=url, node_size=reopening['node_size'],
+                               lock_timeout=0)
+    from obnamlib.repo.storage import key_store
+    from obnamlib.repo.storage.repo_fs import RepositoryFS
+    _check_local_root(url, create=False)
+    storage = RepositoryFS(_open_raw_vfs(url, _Settings(None, {})),
+                           keys=key_store.KnownKeys(keys), helper=False)
+    repo = open_repository(url=url, repo_fs=storage,
+                           node_size=reopening['node_size'], lock_timeout=0)
+    repo.owns_storage = True    # closing it ends the storage's helpers
+    return repo
 
 
 def _is_local(url):

@@ -229,9 +229,10 @@ class Repository(abc.ABC):
 
     def reopening(self):
         """How a second process may open this repository by itself to read
-        it (fsck's second process: obnamlib.engine.fsck_side), as a value
-        for obnamlib.repo.factory.reopen_repository; None where it cannot
-        without the user (a remote or an encrypted repository)."""
+        chunks (fsck's second process: obnamlib.engine.fsck_side), as a
+        value for obnamlib.repo.factory.reopen_repository (with the
+        passphrases it needs, if encrypted); None where it cannot without
+        the user (a remote repository)."""
         return None
 
     def prefetch_chunks(self, chunk_ids):

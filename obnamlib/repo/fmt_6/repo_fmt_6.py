@@ -18,10 +18,12 @@ import time
 
 from obnamlib import errors
 from obnamlib.repo import interface as repo_interface
-from obnamlib.repo.fmt_6.chunk_indexes import ChunkIndexes, TOPLEVELS as CHUNK_DIRS
+from obnamlib.repo.fmt_6.chunk_indexes import (
+    CHUNKLIST, ChunkIndexes, TOPLEVELS as CHUNK_DIRS)
 from obnamlib.repo.fmt_6.chunk_indexing import ChunkIndexing
 from obnamlib.repo.fmt_6.chunk_methods import ChunkMethods
-from obnamlib.repo.fmt_6.chunk_store import ChunkStore
+from obnamlib.repo.fmt_6.chunk_store import (
+    ChunkStore, TOPLEVEL as CHUNK_TOPLEVEL)
 from obnamlib.repo.fmt_6.client_sessions import ClientSessions
 from obnamlib.repo.fmt_6.clientlist import ClientList
 from obnamlib.repo.fmt_6.damage import reporting_damage
@@ -61,10 +63,13 @@ class RepositoryFormat6(GenerationMethods, ChunkMethods,
 
     @reporting_damage
     def reopening(self):
-        root = self.fs.reopening()
-        if root is None:
+        """The keys handed over are those of what reading chunks and
+        their checksums needs (fsck's second process)."""
+        found = self.fs.reopening((CHUNK_TOPLEVEL, CHUNKLIST))
+        if found is None:
             return None
-        return {'url': root, 'node_size': self.node_size}
+        root, keys = found
+        return {'url': root, 'node_size': self.node_size, 'keys': keys}
 
     @reporting_damage
     def close(self):

@@ -7,6 +7,8 @@ nothing to check or release.  toplevel_keys.ToplevelKeys is the real one.
 
 import abc
 
+from obnamlib import errors
+
 
 class KeyStore(abc.ABC):
     """The passphrases of a repository's toplevels."""
@@ -27,3 +29,36 @@ class KeyStore(abc.ABC):
 
     def close(self):
         """Release what the key store holds (threads, processes)."""
+
+
+class KeyNotHandedOver(errors.ObnamError):
+    code = 'RK2F0AX'
+    msg = ('{toplevel} cannot be read here: obnam\'s first process did not '
+           'hand over its key')
+
+
+class WritingWithHandedOverKeys(errors.ObnamError):
+    code = 'RK2F0BX'
+    msg = ('Nothing may be written with keys handed over by another obnam '
+           'process')
+
+
+class KnownKeys(KeyStore):
+    """Passphrases another obnam process handed over, for reading the
+    toplevels they are for (fsck's second process): no gpg, no key file
+    read, and nothing written."""
+
+    def __init__(self, passphrases):
+        self.passphrases = dict(passphrases)
+
+    def symmetric_key(self, toplevel):
+        try:
+            return self.passphrases[toplevel]
+        except KeyError:
+            raise KeyNotHandedOver(toplevel=toplevel) from None
+
+    def prepare_toplevel(self, toplevel):
+        raise WritingWithHandedOverKeys()
+
+    def check_before_writing(self):
+        raise WritingWithHandedOverKeys()

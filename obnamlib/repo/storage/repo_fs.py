@@ -37,6 +37,9 @@ class RepositoryFS(vfs_base.Storage):
     objects, saves copies); default: in-process OpenPGP
     (obnamlib.crypto.openpgp).
     format5: read a format-5 repository (no tags, §14); read-only.
+    helper: whether an encrypted local repository may start the cipher
+    helper process (False: decrypt in this process, which is itself a
+    helper of obnam's: fsck's second process).
 
     The interface: the Storage methods (filtered content, names, locks,
     `sync`, `spread_subdirectories`, `close`), `read_raw`/`write_raw`,
@@ -45,15 +48,17 @@ class RepositoryFS(vfs_base.Storage):
     chunk store's background writing (`can_seal_behind`/`seal_behind`,
     `can_write_behind`/`write_behind`,
     `can_create_in_batches`/`create_many_in_base`), the counters
-    `bytes_read`/`bytes_written`, `keys` and `toplevel_names()`.
+    `bytes_read`/`bytes_written`, `keys`, `toplevel_names()` and
+    `reopening(toplevels)`.
     """
 
     def __init__(self, base, compress=False, keys=None, cipher=None,
-                 format5=False):
+                 format5=False, helper=True):
         self.base = vfs_base.as_storage(base)
         self._filter = content_filter.ContentFilter(
             compress=compress, keys=keys, cipher=cipher, format5=format5)
         self._second = second_process.SecondProcess(self.base, keys)
+        self._helper = helper
         self._count_lock = threading.Lock()
         self._behind = None       # see write_behind
         self._sealing = False     # see seal_behind
@@ -187,16 +192,26 @@ class RepositoryFS(vfs_base.Storage):
         return (self._reads_ahead() or
                 vfs_base.ADVISES_READS in self.base.capabilities)
 
-    def reopening(self):
-        """The base's root, when the content needs no key to read: a
-        second process opens the repository from it by itself."""
-        if self.keys is not None:
+    def reopening(self, toplevels):
+        """What a second process needs to read these toplevels by itself:
+        (the base's local root, {toplevel: passphrase} or None where
+        nothing is encrypted); None if it cannot (no local root, format 5,
+        a key that cannot be had)."""
+        root = self.base.reopening()
+        if root is None or self.format5:
             return None
-        return self.base.reopening()
+        if self.keys is None:
+            return root, None
+        try:
+            return root, {toplevel: self.keys.symmetric_key(toplevel)
+                          for toplevel in toplevels}
+        except errors.ObnamError:
+            return None
 
     def _reads_ahead(self):
         """An encrypted repository on a local disk (format 6)."""
         return (self.keys is not None and not self.format5 and
+                self._helper and
                 vfs_base.LOCAL_FILES in self.base.capabilities)
 
     @property

@@ -12,10 +12,13 @@ import pytest
 from obnamlib.engine import fsck_content, fsck_engine, fsck_side
 from obnamlib.repo import factory as repo_factory
 from obnamlib.repo.fmt_6.repo_fmt_6 import RepositoryFormat6
-from obnamlib.repo.storage import repo_fs
-from obnamlib.vfs import local
+from obnamlib.repo.storage import key_store, repo_fs
+from obnamlib.vfs import base as vfs_base
+from tests.obnamlib import restore_helpers as rh
+from tests.obnamlib.repo.fmt_6 import reference_repos as rr
 from tests.obnamlib.engine.test_fsck_injection import (  # noqa: F401
     delete, files_under, flip, open_repo, pristine)
+from tests.gpg_fixture import reference_gpg_home  # noqa: F401
 
 
 @pytest.fixture(scope='module')
@@ -40,7 +43,7 @@ def small_batches(monkeypatch):
     monkeypatch.setattr(fsck_content, 'SIDE_AFTER_CHUNK_IDS', 0)
 
 
-def run_fsck(path, monkeypatch, side=True):
+def run_fsck(path, monkeypatch, side=True, settings=None):
     """(problems, stats, batches the second process answered, batches it
     gave back)."""
     merged = []
@@ -63,7 +66,8 @@ def run_fsck(path, monkeypatch, side=True):
         m.setattr(fsck_side.SideCheck, 'done', counting_done)
         if not side:
             m.setattr(fsck_engine, 'SideCheck', lambda repo: None)
-        repo = open_repo(path)
+        repo = repo_factory.open_repository(settings, url=str(path),
+                                            lock_timeout=0)
         try:
             fsck = fsck_engine.Fsck(repo)
             problems = fsck.run()
@@ -72,12 +76,15 @@ def run_fsck(path, monkeypatch, side=True):
     return problems, fsck.stats, len(merged), len(given_back)
 
 
-def assert_same_check(path, monkeypatch, used, given_back=False):
+def assert_same_check(path, monkeypatch, used, given_back=False,
+                      settings=None):
     """The check with the second process (used: whether it answered a
     batch, None: either; given_back: whether it gave any back) is the
     check without it."""
-    alone, alone_stats, none, _ = run_fsck(path, monkeypatch, side=False)
-    shared, shared_stats, answered, back = run_fsck(path, monkeypatch)
+    alone, alone_stats, none, _ = run_fsck(path, monkeypatch, side=False,
+                                           settings=settings)
+    shared, shared_stats, answered, back = run_fsck(path, monkeypatch,
+                                                    settings=settings)
     assert none == 0
     assert used is None or (answered > 0) == used
     assert (back > 0) == given_back
@@ -139,13 +146,37 @@ def test_a_second_process_that_dies_gives_its_batches_back(
     assert killed
 
 
-def test_only_a_local_unencrypted_repository_can_be_reopened(pristine):
+def test_an_encrypted_repository_is_checked_with_its_keys_handed_over(
+        tmp_path, reference_gpg_home, small_batches, monkeypatch):
+    """Obnam 1.x's encrypted repository, one chunk damaged."""
+    rr.unpack(rr.ENCRYPTED, str(tmp_path / 'ref'))
+    path = tmp_path / 'ref' / 'repo'
+    chunk_files = files_under(str(path), 'chunks', 'chunks')
+    rh.flip_bit(os.path.join(str(path), chunk_files[0]), -13)
+    settings = {'gnupghome': reference_gpg_home.path}
+    problems = assert_same_check(path, monkeypatch, used=True,
+                                 settings=settings)
+    assert any('is corrupted' in line for line in problems)
+
+
+def test_handed_over_keys_read_their_toplevels_only_and_write_nothing():
+    keys = key_store.KnownKeys({'chunks': 'secret'})
+    assert keys.symmetric_key('chunks') == 'secret'
+    with pytest.raises(key_store.KeyNotHandedOver):
+        keys.symmetric_key('clientlist')
+    with pytest.raises(key_store.WritingWithHandedOverKeys):
+        keys.check_before_writing()
+    with pytest.raises(key_store.WritingWithHandedOverKeys):
+        keys.prepare_toplevel('chunks')
+
+
+def test_only_a_local_repository_can_be_reopened(pristine):
     repo, _ = pristine
     opened = open_repo(repo)
     try:
         reopening = opened.reopening()
         assert reopening == {'url': os.path.abspath(str(repo)),
-                             'node_size': opened.node_size}
+                             'node_size': opened.node_size, 'keys': None}
         again = repo_factory.reopen_repository(reopening)
         try:
             assert again.get_client_names() == opened.get_client_names()
@@ -153,8 +184,8 @@ def test_only_a_local_unencrypted_repository_can_be_reopened(pristine):
             again.close()
     finally:
         opened.close()
-    keyed = repo_fs.RepositoryFS(local.LocalFS(str(repo)), keys=object())
-    assert keyed.reopening() is None
+    memory = repo_fs.RepositoryFS(vfs_base.BasicStorage(object()))
+    assert memory.reopening(('chunks',)) is None
 
 
 def test_an_interrupted_check_stops_the_second_process_at_once(
