@@ -22,15 +22,16 @@ goes on meanwhile: a file's verdict waits until its last chunk, and the
 chunks of such files are spread among those of the small files, which
 cost the check's own thread (reading, hashing small chunks, walking
 metadata), so that both threads work at once (_interleaved).  Problem
-lines still come in the files' order (_InOrder), and name the same
-chunks as when every chunk is checked in turn: a file's first damaged
-chunk.
+lines come in the order the walk gave the files (_InOrder), and name
+the same chunks as when every chunk is checked in turn: a file's first
+damaged chunk.
 
 Where the repository allows it, a second obnam process checks some of
 the batches (obnamlib.engine.fsck_side) while this one walks the
-generations and checks the others: its findings are merged when they
-come, and lines found meanwhile wait in the outbox, so that the report
-is the one a single process would make.
+generations and checks the others; its findings are merged when they
+come.  The report is the one a single process makes: lines wait for
+those of the files walked before them, however the files were batched
+and wherever they were checked.
 """
 
 import collections
@@ -66,7 +67,7 @@ READ_AHEAD_BYTES = 16 * 1024 * 1024
 class BatchFindings:
     """What checking a batch in fsck's second process found, for the
     first one to merge (ContentCheck.check_batch, _merge)."""
-    lines: list = dataclasses.field(default_factory=list)  # problem lines
+    lines: dict = dataclasses.field(default_factory=dict)  # at -> lines
     verified_chunks: list = dataclasses.field(default_factory=list)
     verified_files: list = dataclasses.field(default_factory=list)
     bad_chunks: dict = dataclasses.field(default_factory=dict)
@@ -83,6 +84,7 @@ class _QueuedFile:
     md5: object         # whole-file MD5 (bytes), or None
     chunk_ids: list
     digest: bytes
+    at: int             # its number in the walk (_InOrder)
 
 
 class ContentCheck:
@@ -112,9 +114,8 @@ class ContentCheck:
         self.ids_queued = 0         # in the whole run
         self.batch_ids = BATCH_CHUNK_IDS
         self.epoch = 0              # generations begun (next_generation)
-        # Batches whose problem lines wait for a batch sent before them:
-        # [seq, None] (sent, not answered) or [None, lines].
-        self.outbox = collections.deque()
+        self.in_order = _InOrder(report)    # lines in the walk's order
+        self.walked = 0             # files given to check_* so far
         self.journal = None         # what a batch verified (check_batch)
 
     def close(self):
@@ -146,28 +147,33 @@ class ContentCheck:
             self.stats.chunks_total = len(self.on_disk)
         return self.on_disk
 
+    def _next_in_walk(self):
+        """The number that orders a file's problem lines (_InOrder)."""
+        self.walked += 1
+        return self.walked - 1
+
     def check_in_tree(self, shown, metadata, data):
         """A file whose content is stored in its generation's tree."""
-        for problem in self._whole_file_problems(
-                shown, metadata.st_size, metadata.md5, _WholeFile(data)):
-            self._report_now(problem)
+        self.in_order.done(self._next_in_walk(), self._whole_file_problems(
+            shown, metadata.st_size, metadata.md5, _WholeFile(data)))
 
     def check_chunks(self, shown, metadata, chunk_ids, skip_checksums):
         """A file's chunks exist; unless skip_checksums, queue it for
         reading (at once when the batch is full)."""
+        at = self._next_in_walk()
         on_disk = self.chunk_ids_on_disk()
-        missing = [c for c in chunk_ids if c not in on_disk]
-        for chunk_id in missing:
-            self._report_now('%s: chunk %x does not exist'
-                             % (shown, chunk_id))
+        missing = ['%s: chunk %x does not exist' % (shown, chunk_id)
+                   for chunk_id in chunk_ids if chunk_id not in on_disk]
         if missing or skip_checksums:
+            self.in_order.done(at, missing)
             return
         digest = hashlib.md5(struct.pack('!%dQ' % len(chunk_ids), *chunk_ids)
                              + (metadata.md5 or b'')).digest()
         if self._verified(digest):
+            self.in_order.done(at)
             return
         self.queued.append(_QueuedFile(shown, metadata.st_size, metadata.md5,
-                                       chunk_ids, digest))
+                                       chunk_ids, digest, at))
         self.queued_ids += len(chunk_ids)
         if self.queued_ids >= self.batch_ids:
             self.flush()
@@ -188,11 +194,9 @@ class ContentCheck:
             return
         self._take_side_findings(wait=False)
         if self._side_takes_batches():
-            seq = self.side.submit(queued, self.epoch)
-            if seq is not None:
-                self.outbox.append([seq, None])
+            if self.side.submit(queued, self.epoch) is not None:
                 return
-        self._check_here(queued)
+        self._check_batch(queued, self.in_order.done)
 
     def finish(self):
         """After the walk: check what is queued (shared with the second
@@ -201,14 +205,11 @@ class ContentCheck:
         queued = self._take_queued()
         self._take_side_findings(wait=False)
         if queued and self._side_takes_batches():
-            queued.sort(key=self._read_order)   # as _check_batch would
             half = _first_half(queued)
-            seq = self.side.submit(queued[:half], self.epoch)
-            if seq is not None:
-                self.outbox.append([seq, None])
+            if self.side.submit(queued[:half], self.epoch) is not None:
                 queued = queued[half:]
         if queued:
-            self._check_here(queued)
+            self._check_batch(queued, self.in_order.done)
         self._take_side_findings(wait=True)
 
     def _take_queued(self):
@@ -227,46 +228,18 @@ class ContentCheck:
                           else SIDE_BATCH_CHUNK_IDS)
         return usable
 
-    def _report_now(self, text):
-        """A problem line found as the walk goes: after those of the
-        batches before it (they may still wait for the second process)."""
-        if not self.outbox:
-            self.report(text)
-        elif self.outbox[-1][0] is None:
-            self.outbox[-1][1].append(text)
-        else:
-            self.outbox.append([None, [text]])
-
-    def _check_here(self, queued):
-        """Check a batch in this process; its lines wait in the outbox
-        while a batch sent before it is not answered."""
-        if not self.outbox:
-            self._check_batch(queued, self.report)
-            return
-        lines = []
-        self.outbox.append([None, lines])
-        self._check_batch(queued, lines.append)
-
     def _take_side_findings(self, wait):
-        """Merge what the second process found (wait: all of it); report
-        the lines that no longer wait for an earlier batch."""
-        if self.side is None or not self.outbox:
+        """Merge what the second process found (wait: all of it)."""
+        if self.side is None:
             return
-        for seq, findings, files in self.side.done(wait):
-            slot = next(slot for slot in self.outbox if slot[0] == seq)
-            lines = []
+        for _, findings, files in self.side.done(wait):
             if findings is None:        # it failed: check the batch here
-                self._check_batch(files, lines.append)
+                self._check_batch(files, self.in_order.done)
             else:
-                lines = self._merge(findings)
-            slot[:] = [None, lines]
-        while self.outbox and self.outbox[0][0] is None:
-            for line in self.outbox.popleft()[1]:
-                self.report(line)
+                self._merge(findings, files)
 
-    def _merge(self, findings):
-        """A batch checked by the second process, as if checked here: its
-        problem lines."""
+    def _merge(self, findings, files):
+        """A batch checked by the second process, as if checked here."""
         for chunk_id in findings.verified_chunks:
             if chunk_id not in self.verified_chunks:
                 self.verified_chunks.add(chunk_id)
@@ -276,8 +249,9 @@ class ContentCheck:
             self.bad_chunks.setdefault(chunk_id, text)
         self.stats.chunk_reads += findings.chunk_reads
         self.stats.chunk_bytes += findings.chunk_bytes
+        for item in files:
+            self.in_order.done(item.at, findings.lines.get(item.at, ()))
         self.counted()
-        return findings.lines
 
     def check_batch(self, files):
         """In fsck's second process: check a batch the first one sent;
@@ -286,7 +260,7 @@ class ContentCheck:
         reads, size = self.stats.chunk_reads, self.stats.chunk_bytes
         self.journal = BatchFindings()
         try:
-            self._check_batch(files, self.journal.lines.append)
+            self._check_batch(files, self._journal_lines)
             found = self.journal
         finally:
             self.journal = None
@@ -297,10 +271,14 @@ class ContentCheck:
         found.chunk_bytes = self.stats.chunk_bytes - size
         return found
 
-    def _check_batch(self, queued, report):
+    def _journal_lines(self, at, problems=()):
+        if problems:
+            self.journal.lines[at] = list(problems)
+
+    def _check_batch(self, queued, resolve):
         """Read a batch's chunks, in chunk file name order, with the
         chunks of big files spread among the small ones (_interleaved);
-        its problem lines to report(), in the files' order."""
+        resolve(file's number in the walk, its problem lines) for each."""
         walking = self.stats.phase
         self.checking('the chunks of %d file(s)' % len(queued))
         queued.sort(key=self._read_order)
@@ -308,7 +286,6 @@ class ContentCheck:
         shared = _SharedChunks(
             collections.Counter(c for f in queued for c in f.chunk_ids))
         ahead = _ReadAhead(queued, steps)
-        in_order = _InOrder(report)
         checks = {}     # queued index -> _UnderWay: a file being checked
         finishing = collections.deque()  # those read, the worker not done
         for at, pos in steps:
@@ -316,7 +293,7 @@ class ContentCheck:
             if pos == 0:
                 if self._verified(item.digest):
                     shared.forget(item.chunk_ids)
-                    in_order.done(at)
+                    resolve(item.at)
                     continue
                 checks[at] = _UnderWay(_WholeFile(hasher=(
                     self._whole_file_hasher() if len(item.chunk_ids) > 1
@@ -329,13 +306,13 @@ class ContentCheck:
                 problem = self._add_chunk(item, pos, under_way, shared, ahead)
             if problem is not None:
                 del checks[at]
-                in_order.done(at, ['%s: %s' % (item.shown, problem)])
+                resolve(item.at, ['%s: %s' % (item.shown, problem)])
             elif pos >= len(item.chunk_ids) - 1:
                 finishing.append(at)
             while finishing and checks[finishing[0]].whole.done():
-                self._finish(queued, finishing.popleft(), checks, in_order)
+                self._finish(queued, finishing.popleft(), checks, resolve)
         while finishing:
-            self._finish(queued, finishing.popleft(), checks, in_order)
+            self._finish(queued, finishing.popleft(), checks, resolve)
         self.checking(walking)
 
     def _read_order(self, item):
@@ -343,12 +320,12 @@ class ContentCheck:
         return self.checker.chunk_sort_key(
             item.chunk_ids[0] if item.chunk_ids else 0)
 
-    def _finish(self, queued, at, checks, in_order):
+    def _finish(self, queued, at, checks, resolve):
         """A file all of whose chunks were read: its verdict."""
         item, under_way = queued[at], checks.pop(at)
         problem = self._settle(under_way)
         if problem is not None:
-            in_order.done(at, ['%s: %s' % (item.shown, problem)])
+            resolve(item.at, ['%s: %s' % (item.shown, problem)])
             return
         problems = self._whole_file_problems(
             item.shown, item.size, item.md5, under_way.whole)
@@ -356,7 +333,7 @@ class ContentCheck:
             self.verified_lists.add(item.digest)
             if self.journal is not None:
                 self.journal.verified_files.append(item.digest)
-        in_order.done(at, problems)
+        resolve(item.at, problems)
 
     def _add_chunk(self, item, pos, under_way, shared, ahead):
         """Add a file's chunk at pos to its _WholeFile; the problem if
@@ -624,13 +601,16 @@ def _interleaved(queued):
 
 
 class _InOrder:
-    """The problem lines of a batch's files, reported in the files' order
-    though the files are finished out of it (_interleaved)."""
+    """The problem lines of the files, reported in the order the walk gave
+    the files (each has its number in it, from 0), though they are
+    checked out of it: in batches, in chunk file order, big files spread
+    among small ones (_interleaved), some by fsck's second process.  So
+    the report does not depend on how the files were batched."""
 
     def __init__(self, report):
         self.report = report
-        self.next = 0           # index of the next file to report
-        self.finished = {}      # index -> its lines, not reported yet
+        self.next = 0           # number of the next file to report
+        self.finished = {}      # number -> its lines, not reported yet
 
     def done(self, at, problems=()):
         self.finished[at] = problems

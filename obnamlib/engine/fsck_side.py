@@ -26,6 +26,7 @@ import sys
 import threading
 
 import obnamlib
+from obnamlib import errors
 from obnamlib.crypto.frame_pipe import Channel, new_pipe, run_child
 
 # Batches sent and not answered, at most: the first process checks the
@@ -67,7 +68,11 @@ class SideCheck:
         return len(self.sent) < BACKLOG
 
     def _start(self):
-        reopening = self.repo.reopening()
+        try:
+            reopening = self.repo.reopening()
+        except errors.ObnamError as e:    # e.g. a key file it cannot read
+            self._fail(e.first_line())
+            return False
         if reopening is None or len(os.sched_getaffinity(0)) < 2:
             self.failed = 'not available here'
             return False

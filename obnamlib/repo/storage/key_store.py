@@ -32,13 +32,13 @@ class KeyStore(abc.ABC):
 
 
 class KeyNotHandedOver(errors.ObnamError):
-    code = 'RK2F0AX'
+    code = 'RA2F0AX'
     msg = ('{toplevel} cannot be read here: obnam\'s first process did not '
            'hand over its key')
 
 
 class WritingWithHandedOverKeys(errors.ObnamError):
-    code = 'RK2F0BX'
+    code = 'RA2F0BX'
     msg = ('Nothing may be written with keys handed over by another obnam '
            'process')
 

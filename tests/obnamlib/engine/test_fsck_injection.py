@@ -876,7 +876,8 @@ def test_the_walk_lets_the_repository_forget_the_files_it_checked(
 
 def test_big_files_chunks_are_spread_evenly_among_small_files():
     def item(count):
-        return fsck_content._QueuedFile('f', 0, None, list(range(count)), b'')
+        return fsck_content._QueuedFile('f', 0, None, list(range(count)), b'',
+                                        0)
 
     queued = [item(1), item(3), item(1), item(0), item(2), item(1)]
     steps = fsck_content._interleaved(queued)

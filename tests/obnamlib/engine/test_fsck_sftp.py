@@ -165,7 +165,7 @@ def test_larch_check_over_sftp_names_a_missing_node(tmp_path):
 # --- windows of the read-ahead ---------------------------------------------
 
 def queued(size, chunk_ids):
-    return fsck_content._QueuedFile('f', size, None, list(chunk_ids), b'')
+    return fsck_content._QueuedFile('f', size, None, list(chunk_ids), b'', 0)
 
 
 def test_read_ahead_windows_name_each_chunk_once_in_first_use_order():
