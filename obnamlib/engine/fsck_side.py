@@ -108,7 +108,7 @@ class SideCheck:
         try:
             while True:
                 self.replies.put(replies.recv())
-        except (OSError, EOFError, ValueError) as e:
+        except Exception as e:  # the end of the pipe, or a garbled reply
             self.replies.put(('gone', str(e) or type(e).__name__))
         finally:
             replies.close()

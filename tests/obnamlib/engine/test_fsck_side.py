@@ -4,6 +4,7 @@ checking everything in one process; when it cannot start, fails or dies,
 the first process checks its batches itself."""
 
 import os
+import pickle
 import shutil
 import signal
 
@@ -230,3 +231,20 @@ def test_a_repository_that_cannot_say_how_to_reopen_it_is_checked_here(
 
     monkeypatch.setattr(RepositoryFormat6, 'reopening', damaged_keys)
     assert_same_check(damaged, monkeypatch, used=False)
+
+
+def test_a_garbled_reply_gives_the_batches_back():
+    """Whatever ends the reader thread ends the second process's use: a
+    check never waits for an answer that cannot come."""
+    class Garbled:
+        def recv(self):
+            raise pickle.UnpicklingError('invalid load key')
+
+        def close(self):
+            pass
+
+    side = fsck_side.SideCheck(repo=None)
+    side.sent[1] = ['a file']
+    side._receive(Garbled())
+    assert side.done(wait=True) == [(1, None, ['a file'])]
+    assert 'invalid load key' in side.failed
