@@ -70,9 +70,9 @@ class BackgroundMD5:
         """Until at most `room` bytes wait for the worker; a failure of
         its work is raised here."""
         while self.pending and self.pending_bytes > room:
-            update, size = self.pending.popleft()
+            task, size = self.pending.popleft()
             self.pending_bytes -= size
-            update.result()
+            task.result()
 
     def digest(self):
         self.wait()

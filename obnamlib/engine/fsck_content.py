@@ -561,13 +561,18 @@ class _ReadAhead:
         return window
 
 
+# What checking a file costs besides hashing it, in bytes hashed.
+_FILE_WORK_BYTES = 32 * 1024
+
+
 def _first_half(queued):
     """How many of the files come first in half of the work of checking
     them (their bytes, hashed twice in a file of several chunks, and a
     share for each file): fsck's two processes split the last batch."""
     def work(item):
         size = item.size or 0
-        return size * (2 if len(item.chunk_ids) > 1 else 1) + 32 * 1024
+        return (size * (2 if len(item.chunk_ids) > 1 else 1) +
+                _FILE_WORK_BYTES)
     total = sum(work(item) for item in queued)
     done = 0
     for count, item in enumerate(queued):

@@ -28,7 +28,7 @@ from obnamlib import errors
 from obnamlib.engine import stored_names
 from obnamlib.engine.fsck_content import ContentCheck, error_line
 from obnamlib.engine.fsck_side import SideCheck
-from obnamlib.engine.fsck_stats import FsckStats  # noqa: F401 (the API)
+from obnamlib.engine.fsck_stats import FsckStats
 from obnamlib.repo import interface as repo_interface
 from obnamlib.repo.fsck_checker import storage_checker_for
 

@@ -53,7 +53,6 @@ class SideCheck:
         self.proc = None
         self.requests = None
         self.replies = queue.Queue()    # from the reader thread
-        self.reader = None
         self.sent = collections.OrderedDict()   # seq -> the batch's files
         self.seq = 0
         self.failed = None      # why it can no longer be used, if so
@@ -95,10 +94,8 @@ class SideCheck:
             os.close(to_child)
             os.close(from_child)
         self.requests = Channel(from_parent)
-        self.reader = threading.Thread(
-            target=self._receive, args=(Channel(to_parent),),
-            name='obnam-fsck-side', daemon=True)
-        self.reader.start()
+        threading.Thread(target=self._receive, args=(Channel(to_parent),),
+                         name='obnam-fsck-side', daemon=True).start()
         _log.debug('Started fsck\'s second process %d', self.proc.pid)
         return self._send(('open', reopening))
 

@@ -64,12 +64,13 @@ class _Settings:
 
 
 def open_repository(settings=None, vfs=None, create=False, url=None,
-                    repo_fs=None, **overrides):
+                    repo_fs=None, owns_storage=None, **overrides):
     """The Repository for `url` (default: the `repository` setting).
 
     vfs: an already opened raw VFS of the repository root.  repo_fs: a
-    ready StorageFS with filters (tests); then nothing else is built.
-    create=True (backup) makes the directory and `metadata/format` if
+    ready StorageFS with filters (tests, reopen_repository); then nothing
+    else is built.  owns_storage: whether closing the repository closes
+    the storage (default: when this call opened it).  create=True (backup) makes the directory and `metadata/format` if
     missing, in a new or empty directory only (RE7199X otherwise); the
     repository's `created` says whether this call made it.  Overrides:
     setting names, e.g. node_size=4096, lock_timeout=0.  Encryption
@@ -77,7 +78,8 @@ def open_repository(settings=None, vfs=None, create=False, url=None,
     """
     opts = _Settings(settings, overrides)
     url = url or opts['repository']
-    owns_storage = repo_fs is None and vfs is None
+    if owns_storage is None:
+        owns_storage = repo_fs is None and vfs is None
     if not url and vfs is None and repo_fs is None:
         raise errors.RepositorySettingMissingError()
     if repo_fs is None:
@@ -120,10 +122,8 @@ def reopen_repository(reopening):
     _check_local_root(url, create=False)
     storage = RepositoryFS(_open_raw_vfs(url, _Settings(None, {})),
                            keys=key_store.KnownKeys(keys), helper=False)
-    repo = open_repository(url=url, repo_fs=storage,
+    return open_repository(url=url, repo_fs=storage, owns_storage=True,
                            node_size=reopening['node_size'], lock_timeout=0)
-    repo.owns_storage = True    # closing it ends the storage's helpers
-    return repo
 
 
 def _is_local(url):

@@ -232,7 +232,8 @@ class Repository(abc.ABC):
         chunks (fsck's second process: obnamlib.engine.fsck_side), as a
         value for obnamlib.repo.factory.reopen_repository (with the
         passphrases it needs, if encrypted); None where it cannot without
-        the user (a remote repository)."""
+        the user (a remote repository).  A key that cannot be had raises
+        its ObnamError."""
         return None
 
     def prefetch_chunks(self, chunk_ids):

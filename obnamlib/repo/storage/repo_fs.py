@@ -195,18 +195,16 @@ class RepositoryFS(vfs_base.Storage):
     def reopening(self, toplevels):
         """What a second process needs to read these toplevels by itself:
         (the base's local root, {toplevel: passphrase} or None where
-        nothing is encrypted); None if it cannot (no local root, format 5,
-        a key that cannot be had)."""
+        nothing is encrypted); None without a local root, or in format 5.
+        A key that cannot be had raises its error (the caller checks in
+        one process, and says why)."""
         root = self.base.reopening()
         if root is None or self.format5:
             return None
         if self.keys is None:
             return root, None
-        try:
-            return root, {toplevel: self.keys.symmetric_key(toplevel)
-                          for toplevel in toplevels}
-        except errors.ObnamError:
-            return None
+        return root, {toplevel: self.keys.symmetric_key(toplevel)
+                      for toplevel in toplevels}
 
     def _reads_ahead(self):
         """An encrypted repository on a local disk (format 6)."""

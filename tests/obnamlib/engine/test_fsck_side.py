@@ -16,6 +16,7 @@ from obnamlib.repo import factory as repo_factory
 from obnamlib.repo.fmt_6.repo_fmt_6 import RepositoryFormat6
 from obnamlib.repo.storage import key_store, repo_fs
 from obnamlib.vfs import base as vfs_base
+from obnamlib.vfs import local
 from tests.obnamlib import restore_helpers as rh
 from tests.obnamlib.repo.fmt_6 import reference_repos as rr
 from tests.obnamlib.engine.test_fsck_injection import (  # noqa: F401
@@ -199,6 +200,11 @@ def test_only_a_local_repository_can_be_reopened(pristine):
         opened.close()
     memory = repo_fs.RepositoryFS(vfs_base.BasicStorage(object()))
     assert memory.reopening(('chunks',)) is None
+    # A key it cannot have is the caller's to report (SideCheck logs it).
+    keyless = repo_fs.RepositoryFS(local.LocalFS(str(repo)),
+                                   keys=key_store.KnownKeys({}))
+    with pytest.raises(key_store.KeyNotHandedOver):
+        keyless.reopening(('chunks',))
 
 
 def test_an_interrupted_check_stops_the_second_process_at_once(

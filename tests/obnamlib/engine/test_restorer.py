@@ -310,6 +310,22 @@ def test_checksums_made_by_the_worker_thread_pass_and_fail_as_in_line(
                         'BACKGROUND_HASH_BYTES', 0)
     monkeypatch.setattr(obnamlib.engine.background_md5.os,
                         'sched_getaffinity', lambda pid: {0, 1})
+    hashed = []
+    real_new_hasher = obnamlib.engine.background_md5.new_hasher
+
+    def recording_hasher():
+        executor = real_new_hasher()
+        real_submit = executor.submit
+
+        def submit(work, data):
+            hashed.append(len(data))
+            return real_submit(work, data)
+
+        executor.submit = submit
+        return executor
+
+    monkeypatch.setattr(obnamlib.engine.background_md5, 'new_hasher',
+                        recording_hasher)
     tmp, live = world
     good = os.urandom(3 * 1024 * 1024 + 5)
     write(live / 'good', good)
@@ -328,6 +344,7 @@ def test_checksums_made_by_the_worker_thread_pass_and_fail_as_in_line(
     assert rep.notes == ['File checksum restore error: %s (%s vs %s)' % (
         live / 'bad', hashlib.md5(b'content').hexdigest(), '00' * 16)]
     assert r.hasher is None
+    assert sum(hashed) == len(good) + len(b'content')  # all by the worker
 
 
 @pytest.mark.parametrize('by_path', [False, True])
