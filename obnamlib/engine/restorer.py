@@ -53,7 +53,9 @@ import obnamlib.errors
 import obnamlib.engine.live_metadata
 import obnamlib.repo.metadata
 import obnamlib.vfs.base
-from obnamlib.engine import background_md5, restore_writer, stored_names
+from obnamlib.engine import (background_md5, restore_side, restore_writer,
+                             stored_names)
+from obnamlib.engine.restore_reporting import RestoreReporter, WalkOrder
 from obnamlib.engine.read_ahead import (READ_AHEAD_NAMES, HintedContent,
                                         chunk_size_guess)
 
@@ -74,25 +76,6 @@ class RestoredDataDamaged(obnamlib.errors.ObnamError):
     code = 'R2F75CX'
     msg = ('Backed-up data does not match its checksum ({actual} vs '
            '{recorded}); the file was not restored')
-
-
-class RestoreReporter:
-    """Where the restorer's messages go; the command layer subclasses it."""
-
-    def error(self, text):
-        """A per-object failure (stderr, even when quiet)."""
-
-    def notify(self, text):
-        """An informational line (suppressed by --quiet)."""
-
-    def log(self, text):
-        """Detail for the log file only."""
-
-    def restored(self, path, metadata):
-        """One object is done (progress display)."""
-
-    def downloaded(self, size):
-        """size bytes of file content were fetched."""
 
 
 class RestoreStats:
@@ -122,9 +105,11 @@ class Restorer:
         self.fs = fs
         self.target = target.rstrip(b'/') or b'/'
         self.target_display = target_display or os.fsdecode(target)
-        self.reporter = reporter or RestoreReporter()
+        self.reporter = WalkOrder(reporter or RestoreReporter())
         self.pretend = pretend
         self.client_name = client_name
+        self.side_setup = {'target': self.target, 'euid': euid,
+                           'always_restore_setuid': always_restore_setuid}
         self.applier = obnamlib.engine.live_metadata.MetadataApplier(
             fs, always_restore_setuid=always_restore_setuid, euid=euid,
             log=self._log)
@@ -135,6 +120,8 @@ class Restorer:
         self.hard_links = {}
         self.fetcher = _ContentFetcher(repo, gen_id, self._will_link)
         self.hasher = None      # big files' MD5s (background_md5)
+        self.side_files = None  # restore_side.SideFiles, while restoring
+        self.deferred = collections.deque()   # directories to finish
 
     def _log(self, text):
         self.reporter.log(text)
@@ -154,10 +141,17 @@ class Restorer:
             spread_before = self.fs.spread_directories_below(self.target,
                                                              True)
             self.hasher = background_md5.new_hasher()
+            self.side_files = restore_side.SideFiles(self.repo, self.fs,
+                                                     self.side_setup)
         try:
             for path in paths:
                 self._restore_path(path)
+            self._side_answers(wait=True)
         finally:
+            if self.side_files is not None:
+                self.side_files.close(self._remove_unanswered)
+                self.side_files = None
+            self.reporter.flush()
             if self.hasher is not None:
                 self.hasher.shutdown()
                 self.hasher = None
@@ -303,7 +297,16 @@ class Restorer:
             return False
 
     def _finish(self, path, md):
-        """Directory done: its metadata (the target's only for '/')."""
+        """Directory done: its metadata (the target's only for '/'), once
+        the files the second process was given are written."""
+        side = self.side_files
+        if side is not None and side.outstanding():
+            self.deferred.append((side.given, path, md,
+                                  self.reporter.reserve()))
+            return
+        self._finish_now(path, md)
+
+    def _finish_now(self, path, md):
         if not self.pretend:
             self._set_metadata(path, md)
         self._count(path, md)
@@ -412,13 +415,67 @@ class Restorer:
         return True
 
     def _write_file(self, path, md):
-        """Fetch the content and write it in parts; a file whose fetch or
-        write fails is removed again, so a damaged file never looks
-        restored.  (A failure of the writing is not taken for one of the
-        fetch: a fatal one ends the run.)"""
+        side = self.side_files
+        if side is not None:
+            self._side_answers(wait=False)
+            if _link_key(md) is None and side.taking():
+                chunk_ids = self._chunk_ids(path)
+                if chunk_ids is not None:
+                    side.offer(path, md, chunk_ids, self.reporter.reserve())
+                    return
+            side.written_here(md)
+        self.write_given(path, md, None)
+
+    def _chunk_ids(self, path):
+        """The chunk ids of a file's content, or None (its content is in
+        the tree, or they cannot be read: that is reported when the file
+        is written here)."""
+        try:
+            return self.fetcher.chunk_ids(path)
+        except obnamlib.errors.ObnamError as e:
+            obnamlib.errors.reraise_fatal(e)
+            return None
+
+    def _side_answers(self, wait):
+        """Take what the second process did (wait: all of it), write what
+        it gave back, and finish the directories that waited for it."""
+        side = self.side_files
+        if side is None:
+            return
+        for results, batch in side.answered(wait):
+            if results is None:
+                for path, md, chunk_ids, place in batch:
+                    self._remove_unanswered(path)
+                    with self.reporter.filling(place):
+                        self.write_given(path, md, chunk_ids)
+                continue
+            for (calls, files, size, failed), item in zip(results, batch):
+                self.stats.files += files
+                self.stats.bytes += size
+                self.failed = self.failed or failed
+                self.reporter.fill(item[3], calls)
+        while self.deferred and self.deferred[0][0] <= side.answered_upto:
+            _, path, md, place = self.deferred.popleft()
+            with self.reporter.filling(place):
+                self._finish_now(path, md)
+
+    def _remove_unanswered(self, path):
+        """Remove what the second process may have made of a file it did
+        not answer for."""
+        try:
+            self.fs.remove(self.dest(path))
+        except (obnamlib.errors.ObnamError, OSError):
+            pass
+
+    def write_given(self, path, md, chunk_ids):
+        """Fetch the content (chunk_ids: in these chunks, if known) and
+        write it in parts; a file whose fetch or write fails is removed
+        again, so a damaged file never looks restored.  (A failure of the
+        writing is not taken for one of the fetch: a fatal one ends the
+        run.)"""
         content = restore_writer.FileContent(self.fs, self.dest(path),
                                              self.hasher)
-        chunks = self.fetcher.content(path, md)
+        chunks = self.fetcher.content(path, md, chunk_ids)
         pieces, size = [], 0
         while True:
             try:
@@ -522,6 +579,8 @@ class _ContentFetcher:
         self.gen = gen_id
         self.will_link = will_link
         self.walk = None          # the restore walk's levels, while walking
+        self.given = ()           # [(metadata, chunk ids)] to write next,
+                                  # outside a walk (restore_side)
         self.hinted = HintedContent(repo, gen_id, self._add_upcoming)
         self._forget_ahead()
 
@@ -562,11 +621,22 @@ class _ContentFetcher:
         taken, entry = self.taken
         return entry[2] if taken == path else None
 
-    def content(self, path, md):
-        """The file's content, piece by piece, announcing chunks ahead."""
+    def content(self, path, md, chunk_ids=None):
+        """The file's content, piece by piece, announcing chunks ahead
+        (chunk_ids: its chunks, if the caller knows them)."""
+        if chunk_ids is None:
+            taken, entry = self.taken
+            chunk_ids = entry[1] if taken == path else None
+        return self.hinted.content(path, md, chunk_ids)
+
+    def chunk_ids(self, path):
+        """The ids of the chunks of path (the walk is there), or None if
+        its content is in the tree."""
         taken, entry = self.taken
-        return self.hinted.content(
-            path, md, entry[1] if taken == path else None)
+        if taken == path and entry[1] is not None:
+            return entry[1]
+        in_tree, chunk_ids = self.repo.get_file_content(self.gen, path)
+        return None if in_tree is not None else chunk_ids
 
     def _add_upcoming(self, window):
         """Add the next regular files of the walk to a hint's window: those
@@ -580,10 +650,17 @@ class _ContentFetcher:
                 window.add(ids, chunk_size_guess(md, ids))
         if self.cursor is None:
             if self.walk is None:
+                self._add_given(window)
                 return
             self.cursor = [[path, names, index]
                            for path, _, names, index in self.walk]
         self._look_further(window)
+
+    def _add_given(self, window):
+        for md, chunk_ids in self.given:
+            if window.full():
+                return
+            window.add(chunk_ids, chunk_size_guess(md, chunk_ids))
 
     def _look_further(self, window):
         """Look at the names after the cursor, in the walk's order (into

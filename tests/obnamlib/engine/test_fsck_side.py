@@ -11,7 +11,8 @@ import signal
 import pytest
 
 from obnamlib import errors
-from obnamlib.engine import fsck_content, fsck_engine, fsck_side
+from obnamlib.engine import (fsck_content, fsck_engine, fsck_side,
+                              side_process)
 from obnamlib.repo import factory as repo_factory
 from obnamlib.repo.fmt_6.repo_fmt_6 import RepositoryFormat6
 from obnamlib.repo.storage import key_store, repo_fs
@@ -131,7 +132,7 @@ def test_a_small_check_starts_no_second_process(damaged, monkeypatch):
 
 def test_one_core_starts_no_second_process(damaged, small_batches,
                                            monkeypatch):
-    monkeypatch.setattr(fsck_side.os, 'sched_getaffinity', lambda pid: {0})
+    monkeypatch.setattr(side_process.os, 'sched_getaffinity', lambda pid: {0})
     assert_same_check(damaged, monkeypatch, used=False)
 
 
@@ -150,7 +151,7 @@ def test_a_second_process_that_dies_gives_its_batches_back(
 
     def submit_then_die(self, files, epoch):
         seq = real_submit(self, files, epoch)
-        if len(self.sent) == fsck_side.BACKLOG and not killed:
+        if len(self.sent) == side_process.BACKLOG and not killed:
             self.proc.kill()
             killed.append(seq)
         return seq
