@@ -4,9 +4,11 @@ the first process walks the generation and restores everything else.
 
 A file goes to it only where nothing else waits on the file: it has one
 name (a hard-linked one is linked to by later names) and its content is
-in chunks.  Once a batch is full it is sent; the first process writes a
-file itself while the second has BACKLOG batches to do, so the two share
-the work whatever it is.  What the second process would have said
+in chunks.  Where it goes is decided when the restore first looks at it
+(claim: reading ahead, or when the walk gets there), so the first process
+reads ahead only the chunks it will write itself; batches are claimed
+while fewer than BACKLOG wait, else the first process writes the file
+itself, so the two share the work whatever it is.  What the second process would have said
 (errors, progress) comes back with each file, and the first process
 says it in the walk's order (restorer._WalkOrder), as if it had written
 the file itself.  A directory's metadata waits until the files in it are
@@ -18,7 +20,8 @@ unless the run is ending.
 import collections
 
 from obnamlib.engine.restore_reporting import CallingReporter
-from obnamlib.engine.side_process import SideProcess
+from obnamlib.engine.side_process import BACKLOG, SideProcess
+from obnamlib.vfs.base import LOCAL_FILES
 
 # The second process is started once the first has written this many
 # files or bytes (a small restore does without).
@@ -31,23 +34,30 @@ BATCH_BYTES = 16 * 1024 * 1024
 
 
 class SideFiles:
-    """The first process's end: offer() a file; answered() the files the
-    second process wrote, and those given back to be written here."""
+    """The first process's end: claim() a file when the restore first
+    looks at it, offer() it when the walk gets there; answered() the
+    files the second process wrote, and those given back to be written
+    here."""
 
     def __init__(self, repo, fs, setup):
         """setup: what the second process needs to write into the target
         like the restorer does (Restorer.side_setup), or None."""
-        root = fs.reopening()
-        if root is None or setup is None:
+        target = fs.reopening()
+        if target is None or setup is None or \
+                LOCAL_FILES not in fs.capabilities:
             setup = None
         else:
-            setup = dict(setup, root=root)
+            setup = dict(setup, target_fs=target)
         self.side = SideProcess(repo, __name__, setup, what='restore')
-        self.pending = []       # (path, md, chunk ids, place), gathered
-        self.pending_bytes = 0
         self.here_files = 0     # written by the first process, before
         self.here_bytes = 0
-        self.given = 0          # files offered and taken, in all
+        self.claiming = None    # [number, files, bytes] of the open batch
+        self.claimed = {}       # batch number -> files claimed for it
+        self.opened = 0         # batches opened, in all (numbered from 1)
+        self.passed = 0         # batches sent, or left behind by the walk
+        self.pending = []       # (path, md, chunk ids, place), offered
+        self.pending_batch = None
+        self.given = 0          # files offered, in all
         self.given_back = []    # batches that could not be sent
         self.answered_upto = 0  # all files up to this one are answered
 
@@ -57,23 +67,43 @@ class SideFiles:
         self.here_files += 1
         self.here_bytes += md.st_size or 0
 
-    def taking(self):
-        """Whether the second process takes a file now."""
-        if self.pending:
-            return True
+    def claim(self, md):
+        """Whether the second process is to write this file (then the
+        first does not read its chunks ahead): its batch's number, or
+        None.  Batches are opened while fewer than BACKLOG wait."""
+        if self.claiming is None and not self._open_batch():
+            return None
+        batch = self.claiming
+        batch[1] += 1
+        batch[2] += md.st_size or 0
+        self.claimed[batch[0]] = batch[1]
+        if batch[1] >= BATCH_FILES or batch[2] >= BATCH_BYTES:
+            self.claiming = None
+        return batch[0]
+
+    def _open_batch(self):
         if self.here_files < SIDE_AFTER_FILES and \
                 self.here_bytes < SIDE_AFTER_BYTES:
             return False
-        return self.side.usable()
+        if not self.side.usable() or \
+                len(self.side.sent) + self.opened - self.passed >= BACKLOG:
+            return False
+        self.opened += 1
+        self.claiming = [self.opened, 0, 0]
+        return True
 
-    def offer(self, path, md, chunk_ids, place):
-        """Add a file to the batch being gathered (taking() said yes);
-        place: where what is said about it goes (WalkOrder.reserve)."""
+    def offer(self, path, md, chunk_ids, place, batch):
+        """Hand over a file claimed for batch (the walk is there); place:
+        where what is said about it goes (WalkOrder.reserve).  A batch
+        goes when its last file is offered (or a later batch's)."""
+        if self.pending and self.pending_batch != batch:
+            self.send()
+        self.passed = max(self.passed, batch - 1)
+        self.pending_batch = batch
         self.pending.append((path, md, chunk_ids, place))
-        self.pending_bytes += md.st_size or 0
         self.given += 1
-        if len(self.pending) >= BATCH_FILES or \
-                self.pending_bytes >= BATCH_BYTES:
+        closed = self.claiming is None or self.claiming[0] != batch
+        if closed and len(self.pending) >= self.claimed.get(batch, 0):
             self.send()
 
     def outstanding(self):
@@ -81,11 +111,13 @@ class SideFiles:
         return self.answered_upto < self.given
 
     def send(self):
-        """Send the batch gathered; if the process failed it comes back
+        """Send the batch offered; if the process failed it comes back
         from answered()."""
-        batch, self.pending, self.pending_bytes = self.pending, [], 0
+        batch, self.pending = self.pending, []
         if not batch:
             return
+        self.passed = max(self.passed, self.pending_batch)
+        self.claimed.pop(self.pending_batch, None)
         files = [(path, md, ids) for path, md, ids, _ in batch]
         if self.side.submit(files, kept=batch) is None:
             self.given_back.append(batch)
@@ -97,6 +129,9 @@ class SideFiles:
         made of them is removed)."""
         if wait:
             self.send()
+            self.claiming = None
+            self.claimed.clear()
+            self.passed = self.opened
         out = [(results, batch)
                for _, results, batch in self.side.done(wait)]
         out += [(None, batch) for batch in self.given_back]
@@ -127,7 +162,8 @@ class _Writer:
         from obnamlib.vfs import factory
         self.recorder = _Recorder()
         self.restorer = restorer.Restorer(
-            repo, None, factory.open_vfs(setup['root']), setup['target'],
+            repo, None, factory.open_vfs(*setup['target_fs']),
+            setup['target'],
             reporter=self.recorder,
             always_restore_setuid=setup['always_restore_setuid'],
             euid=setup['euid'])

@@ -143,6 +143,7 @@ class Restorer:
             self.hasher = background_md5.new_hasher()
             self.side_files = restore_side.SideFiles(self.repo, self.fs,
                                                      self.side_setup)
+            self.fetcher.claim = self._claim
         try:
             for path in paths:
                 self._restore_path(path)
@@ -151,6 +152,7 @@ class Restorer:
             if self.side_files is not None:
                 self.side_files.close(self._remove_unanswered)
                 self.side_files = None
+                self.fetcher.claim = None
             self.reporter.flush()
             if self.hasher is not None:
                 self.hasher.shutdown()
@@ -418,13 +420,24 @@ class Restorer:
         side = self.side_files
         if side is not None:
             self._side_answers(wait=False)
-            if _link_key(md) is None and side.taking():
+            looked, batch = self.fetcher.claimed(path)
+            if not looked:
+                batch = self._claim(md)
+            if batch is not None:
                 chunk_ids = self._chunk_ids(path)
                 if chunk_ids is not None:
-                    side.offer(path, md, chunk_ids, self.reporter.reserve())
+                    side.offer(path, md, chunk_ids, self.reporter.reserve(),
+                               batch)
                     return
             side.written_here(md)
         self.write_given(path, md, None)
+
+    def _claim(self, md):
+        """The second process's batch for a regular file, or None: it
+        writes no file that later names link to."""
+        if _link_key(md) is not None:
+            return None
+        return self.side_files.claim(md)
 
     def _chunk_ids(self, path):
         """The chunk ids of a file's content, or None (its content is in
@@ -578,6 +591,7 @@ class _ContentFetcher:
         self.repo = repo
         self.gen = gen_id
         self.will_link = will_link
+        self.claim = None         # restore_side's claim, while it runs
         self.walk = None          # the restore walk's levels, while walking
         self.given = ()           # [(metadata, chunk ids)] to write next,
                                   # outside a walk (restore_side)
@@ -585,7 +599,8 @@ class _ContentFetcher:
         self._forget_ahead()
 
     def _forget_ahead(self):
-        self.ahead = {}           # path -> (metadata, chunk ids, names)
+        self.ahead = {}           # path -> (metadata, chunk ids, names,
+                                  # second process's batch or None)
         self.order = collections.deque()    # the paths in ahead, in order
         self.cursor = None        # [[directory, names, index]], or at the walk
         self.taken = (None, None)   # the path the walk took last, its entry
@@ -629,6 +644,12 @@ class _ContentFetcher:
             chunk_ids = entry[1] if taken == path else None
         return self.hinted.content(path, md, chunk_ids)
 
+    def claimed(self, path):
+        """(whether path was looked at ahead, the second process's batch
+        it was claimed for then or None)."""
+        taken, entry = self.taken
+        return (True, entry[3]) if taken == path else (False, None)
+
     def chunk_ids(self, path):
         """The ids of the chunks of path (the walk is there), or None if
         its content is in the tree."""
@@ -643,8 +664,8 @@ class _ContentFetcher:
         looked at already, then on from the cursor."""
         ahead = self.ahead
         for path in self.order:
-            md, ids, _ = ahead[path]
-            if ids:
+            md, ids, _, batch = ahead[path]
+            if ids and batch is None:
                 if window.full():
                     return
                 window.add(ids, chunk_size_guess(md, ids))
@@ -684,12 +705,15 @@ class _ContentFetcher:
             entry = self._look_at(path)
             if entry is None:
                 continue        # reported when the restore gets there
-            ahead[path] = entry
-            order.append(path)
             md, ids, children = entry
+            batch = None
+            if ids is not None and self.claim is not None:
+                batch = self.claim(md)
+            ahead[path] = md, ids, children, batch
+            order.append(path)
             if children is not None:
                 cursor.append([path, children, 0])
-            elif ids:
+            elif ids and batch is None:
                 window.add(ids, chunk_size_guess(md, ids))
 
     def _look_at(self, path):

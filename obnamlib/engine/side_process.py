@@ -8,9 +8,11 @@ the hashing and the system calls, and Python runs one thread at a time;
 the walk and the work then shared one core.
 
 Only a repository that another process can open by itself, without the
-user, has one (Repository.reopening: a local directory; the keys of an
-encrypted one are handed over, no gpg runs); the second process takes no
-lock (the first holds them all) and starts no cipher helper of its own.
+user, has one (Repository.reopening: a local directory, or sftp:// with
+the settings the first process was given, never asking the user; the
+keys of an encrypted one are handed over, no gpg runs); the second
+process takes no lock (the first holds them all) and starts no cipher
+helper of its own.
 If it fails, dies, sends something garbled or cannot start, the batches
 it did not answer are given back to the first process, which does them
 itself: no result ever depends on it.

@@ -113,14 +113,16 @@ def reopen_repository(reopening):
     gave `reopening` (in another process): it takes no lock, and reads
     an encrypted repository with the passphrases handed over."""
     url = reopening['url']
+    settings = reopening.get('settings') or {}
     keys = reopening.get('keys')
     if keys is None:
-        return open_repository(url=url, node_size=reopening['node_size'],
+        return open_repository(settings, url=url,
+                               node_size=reopening['node_size'],
                                lock_timeout=0)
     from obnamlib.repo.storage import key_store
     from obnamlib.repo.storage.repo_fs import RepositoryFS
     _check_local_root(url, create=False)
-    storage = RepositoryFS(_open_raw_vfs(url, _Settings(None, {})),
+    storage = RepositoryFS(_open_raw_vfs(url, _Settings(settings, {})),
                            keys=key_store.KnownKeys(keys), helper=False)
     return open_repository(url=url, repo_fs=storage, owns_storage=True,
                            node_size=reopening['node_size'], lock_timeout=0)

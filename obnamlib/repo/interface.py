@@ -229,11 +229,10 @@ class Repository(abc.ABC):
 
     def reopening(self):
         """How a second process may open this repository by itself to read
-        chunks (fsck's second process: obnamlib.engine.fsck_side), as a
-        value for obnamlib.repo.factory.reopen_repository (with the
-        passphrases it needs, if encrypted); None where it cannot without
-        the user (a remote repository).  A key that cannot be had raises
-        its ObnamError."""
+        chunks (obnamlib.engine.side_process: fsck's and restore's second
+        process), as a value for obnamlib.repo.factory.reopen_repository
+        (with the passphrases it needs, if encrypted); None where it
+        cannot.  A key that cannot be had raises its ObnamError."""
         return None
 
     def prefetch_chunks(self, chunk_ids):

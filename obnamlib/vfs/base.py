@@ -110,9 +110,9 @@ class Storage(abc.ABC):
         """Release connections; the object is unusable afterwards."""
 
     def reopening(self):
-        """The local directory a second process may open this storage
-        from by itself, or None (remote, or wrapped in what it would
-        miss)."""
+        """(url, settings) from which a second process may open this
+        storage by itself (obnamlib.vfs.factory.open_vfs), without the
+        user; or None (wrapped in what it would miss)."""
         return None
 
     def __enter__(self):

@@ -211,7 +211,7 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
         return 'LocalFS(%r)' % self.root
 
     def reopening(self):
-        return self.root
+        return self.root, {}
 
     def _full(self, path):
         """Absolute path for a str (relative) or bytes (absolute) path."""

@@ -68,8 +68,9 @@ class RepositoryFormat6(GenerationMethods, ChunkMethods,
         found = self.fs.reopening((CHUNK_TOPLEVEL, CHUNKLIST))
         if found is None:
             return None
-        root, keys = found
-        return {'url': root, 'node_size': self.node_size, 'keys': keys}
+        url, settings, keys = found
+        return {'url': url, 'settings': settings, 'node_size': self.node_size,
+                'keys': keys}
 
     @reporting_damage
     def close(self):

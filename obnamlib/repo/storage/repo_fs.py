@@ -194,17 +194,19 @@ class RepositoryFS(vfs_base.Storage):
 
     def reopening(self, toplevels):
         """What a second process needs to read these toplevels by itself:
-        (the base's local root, {toplevel: passphrase} or None where
-        nothing is encrypted); None without a local root, or in format 5.
-        A key that cannot be had raises its error (the caller checks in
-        one process, and says why)."""
-        root = self.base.reopening()
-        if root is None or self.format5:
+        (the base's url and settings (VirtualFileSystem.reopening),
+        {toplevel: passphrase} or None where nothing is encrypted); None
+        where the base cannot be reopened, or in format 5.  A key that
+        cannot be had raises its error (the caller does the work in one
+        process, and says why)."""
+        found = self.base.reopening()
+        if found is None or self.format5:
             return None
+        url, settings = found
         if self.keys is None:
-            return root, None
-        return root, {toplevel: self.keys.symmetric_key(toplevel)
-                      for toplevel in toplevels}
+            return url, settings, None
+        return url, settings, {toplevel: self.keys.symmetric_key(toplevel)
+                               for toplevel in toplevels}
 
     def _reads_ahead(self):
         """An encrypted repository on a local disk (format 6)."""

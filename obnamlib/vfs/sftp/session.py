@@ -57,6 +57,13 @@ class SftpSession(VirtualFileSystem):
     def __repr__(self):
         return 'SftpFS(%r)' % self.url
 
+    def reopening(self):
+        """A second process connects by itself with the same settings;
+        it never asks the user (not run on a terminal: ssh's BatchMode),
+        so where that would be needed it fails and the first process
+        does the work."""
+        return self.url, ssh_auth.connection_settings(self.settings)
+
     # --- paths --------------------------------------------------------------
 
     def _resolve_root(self, parsed):

@@ -99,6 +99,19 @@ class SshTarget:
         return self.policy in ('no', 'off', 'accept-new')
 
 
+# The settings that say how to connect (a second process connects as the
+# first did: SftpSession.reopening).
+CONNECTION_SETTINGS = ('ssh-key', 'ssh-known-hosts', 'ssh-command',
+                       'pure-paramiko', 'ssh-host-keys-check',
+                       'strict-ssh-host-keys', 'sftp-delay')
+
+
+def connection_settings(settings):
+    """The CONNECTION_SETTINGS that settings give, by name."""
+    return {name: _setting(settings, name, None)
+            for name in CONNECTION_SETTINGS}
+
+
 def _setting(settings, name, default):
     try:
         value = settings[name]

@@ -185,12 +185,13 @@ def test_handed_over_keys_read_their_toplevels_only_and_write_nothing():
         keys.prepare_toplevel('chunks')
 
 
-def test_only_a_local_repository_can_be_reopened(pristine):
+def test_a_local_repository_is_reopened_from_its_directory(pristine):
     repo, _ = pristine
     opened = open_repo(repo)
     try:
         reopening = opened.reopening()
         assert reopening == {'url': os.path.abspath(str(repo)),
+                             'settings': {},
                              'node_size': opened.node_size, 'keys': None}
         again = repo_factory.reopen_repository(reopening)
         try:
@@ -206,6 +207,27 @@ def test_only_a_local_repository_can_be_reopened(pristine):
                                    keys=key_store.KnownKeys({}))
     with pytest.raises(key_store.KeyNotHandedOver):
         keyless.reopening(('chunks',))
+
+
+@pytest.fixture(scope='module')
+def sshd():
+    from tests.sshd_server import SshdServer
+    server = SshdServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_an_sftp_repository_is_checked_by_two_connections(
+        damaged, small_batches, sshd, monkeypatch):
+    """The second process connects by itself, with the ssh settings the
+    first was given."""
+    monkeypatch.delenv('SSH_AUTH_SOCK', raising=False)
+    settings = {'ssh-key': sshd.client_key,
+                'ssh-known-hosts': sshd.known_hosts}
+    problems = assert_same_check(sshd.url(str(damaged)), monkeypatch,
+                                 used=True, settings=settings)
+    assert any('is corrupted' in line for line in problems)
 
 
 def test_an_interrupted_check_stops_the_second_process_at_once(

@@ -66,7 +66,7 @@ def run_restore(repo_path, target, monkeypatch, side=True, settings=None,
     with monkeypatch.context() as m:
         m.setattr(restore_side.SideFiles, 'answered', counting_answered)
         if not side:
-            m.setattr(restore_side.SideFiles, 'taking', lambda self: False)
+            m.setattr(restore_side.SideFiles, 'claim', lambda self, md: None)
         repo = obnamlib.repo.factory.open_repository(
             settings, url=str(repo_path))
         try:
@@ -256,3 +256,51 @@ def test_a_run_that_ends_says_what_waits_behind_an_open_place():
     assert said.errors == []
     order.flush()
     assert said.errors == ['after']
+
+
+@pytest.fixture(scope='module')
+def sshd():
+    from tests.sshd_server import SshdServer
+    server = SshdServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_an_sftp_repository_is_restored_by_two_connections(
+        tmp_path, backed_up, eager, sshd, monkeypatch):
+    """The second process connects by itself with the same settings."""
+    monkeypatch.delenv('SSH_AUTH_SOCK', raising=False)
+    _, repo_path = backed_up
+    settings = {'ssh-key': sshd.client_key,
+                'ssh-known-hosts': sshd.known_hosts}
+    rep = assert_same_restore(tmp_path, sshd.url(str(repo_path)),
+                              monkeypatch, settings=settings)
+    assert rep.errors == []
+
+
+def test_a_second_connection_that_would_ask_the_user_gives_its_files_back(
+        tmp_path, backed_up, eager, sshd, monkeypatch):
+    """Without the key the first process was given, ssh would ask for a
+    password: it is not asked (BatchMode), the first process does the
+    work."""
+    monkeypatch.delenv('SSH_AUTH_SOCK', raising=False)
+    _, repo_path = backed_up
+    settings = {'ssh-key': sshd.client_key,
+                'ssh-known-hosts': sshd.known_hosts}
+    real = side_process.SideProcess._start
+
+    def without_the_key(self):
+        reopening = self.repo.reopening
+
+        def keyless():
+            found = reopening()
+            found['settings'] = dict(found['settings'], **{
+                'ssh-key': str(tmp_path / 'no-such-key')})
+            return found
+        self.repo.reopening = keyless
+        return real(self)
+
+    monkeypatch.setattr(side_process.SideProcess, '_start', without_the_key)
+    assert_same_restore(tmp_path, sshd.url(str(repo_path)), monkeypatch,
+                        given_back=True, settings=settings)
