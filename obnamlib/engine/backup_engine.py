@@ -343,8 +343,10 @@ class BackupEngine:
 
     def _backup_files(self, files):
         """Back up consecutive non-directories of one directory (a batch:
-        a remote VFS's small changed files are fetched together first;
-        on a local disk the changed files are read ahead in a worker)."""
+        a remote VFS's small changed files are fetched together first; on
+        a local disk the big changed files are read ahead in a worker, and
+        the small ones' reads are started together if the disk must be
+        read)."""
         if not files:
             return
         examined = {}
@@ -362,8 +364,9 @@ class BackupEngine:
                     changed.append((path, st))
         if reads_ahead:
             self.content.read_ahead(changed)
-        elif changed:
-            self.fs.prefetch([path for path, _ in changed])
+        prefetched = [path for path, st in changed if st.st_size <= small]
+        if prefetched:
+            self.fs.prefetch(prefetched)
         get = examined.get
         maybe_checkpoint = self.commits.maybe_checkpoint
         for path, st in files:

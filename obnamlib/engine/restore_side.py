@@ -8,10 +8,10 @@ in chunks.  Where it goes is decided when the restore first looks at it
 (claim: reading ahead, or when the walk gets there), so the first process
 reads ahead only the chunks it will write itself; batches are claimed
 while fewer than BACKLOG wait, else the first process writes the file
-itself, so the two share the work whatever it is.  What the second process would have said
-(errors, progress) comes back with each file, and the first process
-says it in the walk's order (restorer._WalkOrder), as if it had written
-the file itself.  A directory's metadata waits until the files in it are
+itself, so the two share the work whatever it is.  What the second
+process would have said (errors, progress) comes back with each file,
+and the first process says it in the walk's order
+(restore_reporting.WalkOrder), as if it had written the file itself.  A directory's metadata waits until the files in it are
 written.  A file the second process did not answer for (it failed, or the
 run was interrupted) is removed; the first process writes it again,
 unless the run is ending.
@@ -124,7 +124,7 @@ class SideFiles:
 
     def answered(self, wait=False):
         """[(results or None, batch)] in the order sent (wait: all of
-        them, the batch being gathered sent first).  results None: the
+        them, the files offered and not sent yet sent first).  results None: the
         files are to be written here (what the second process may have
         made of them is removed)."""
         if wait:

@@ -38,9 +38,13 @@ where each file's inode is searched for.
 
 Files are created, written (obnamlib.engine.restore_writer) and given
 their metadata (through the open file before it is closed, where the
-target can: SETS_ATTRIBUTES_OF_OPEN_FILES) in the walk's own thread, each reported as it is done: a
-writer thread behind the walk measured slower on a quiet 2-core machine,
-the two threads taking turns at the GIL for every small file.
+target can: SETS_ATTRIBUTES_OF_OPEN_FILES) in the walk's own thread, each
+reported as it is done: a writer thread behind the walk measured slower
+on a quiet 2-core machine, the two threads taking turns at the GIL for
+every small file.  A second process is another matter: once the restore
+is big enough, obnamlib.engine.restore_side has one write whole files
+while the walk goes on (what is said about them keeps the walk's order,
+and a directory is finished after them).
 """
 
 import collections

@@ -14,6 +14,7 @@ import pytest
 import obnamlib.errors
 import obnamlib.repo.interface as ri
 from obnamlib.engine import backup_engine, backup_pretend, walker
+from obnamlib.vfs import local
 from obnamlib.cli import backup_progress
 from tests.obnamlib.backup_helpers import (
     generation_manifest, live_fs, live_manifest, make_deep, open_repository,
@@ -1159,3 +1160,42 @@ def test_remote_small_changed_files_are_prefetched_in_batches(tmp_path):
     assert [p for batch in fs.prefetched for p in batch] == [
         os.fsencode(live / 's007')]
     assert fs.opened == [os.fsencode(live / 's007')]
+
+
+class LocalPrefetching(Counting):
+    """The real local file system, recording its live prefetch hints."""
+
+    def __init__(self, fs):
+        super().__init__(fs)
+        self.prefetched = []
+
+    def prefetch(self, paths):
+        self.prefetched.append(list(paths))
+        self.fs.prefetch(paths)
+
+
+def test_local_small_changed_files_are_named_to_prefetch_in_batches(
+        tmp_path):
+    """On a local disk the small files are read in the backup's own
+    thread: their reads are hinted together (started if the disk must be
+    read); big ones are read ahead by the worker instead."""
+    live = tmp_path / 'live'
+    live.mkdir()
+    for i in range(100):
+        (live / ('s%03d' % i)).write_bytes(b'%d' % i)
+    (live / 'big').write_bytes(os.urandom(local.PREFETCH_LIVE_BYTES + 1))
+    (live / 'empty').write_bytes(b'')
+    fs = LocalPrefetching(live_fs())
+    if fs.prefetch_size == 0:
+        pytest.skip('the live files are in memory: nothing to prefetch')
+    backup(tmp_path / 'repo', [live], fs=fs)
+    asked = [path for batch in fs.prefetched for path in batch]
+    assert sorted(asked) == sorted(
+        os.fsencode(live / ('s%03d' % i)) for i in range(100))
+    assert max(len(batch) for batch in fs.prefetched) <= \
+        backup_engine.FILE_BATCH
+    repo, gens = generations(tmp_path / 'repo')
+    assert_generation_is(repo, gens[-1], live, live_manifest(live))
+    fs = LocalPrefetching(live_fs())
+    backup(tmp_path / 'repo', [live], fs=fs)
+    assert fs.prefetched == []      # nothing changed: nothing to read

@@ -23,6 +23,7 @@ from tests.obnamlib.repo.fmt_6 import reference_repos as rr
 from tests.obnamlib.engine.test_fsck_injection import (  # noqa: F401
     delete, files_under, flip, open_repo, pristine)
 from tests.gpg_fixture import reference_gpg_home  # noqa: F401
+from tests.sshd_fixture import sshd  # noqa: F401
 
 
 @pytest.fixture(scope='module')
@@ -207,15 +208,6 @@ def test_a_local_repository_is_reopened_from_its_directory(pristine):
                                    keys=key_store.KnownKeys({}))
     with pytest.raises(key_store.KeyNotHandedOver):
         keyless.reopening(('chunks',))
-
-
-@pytest.fixture(scope='module')
-def sshd():
-    from tests.sshd_server import SshdServer
-    server = SshdServer()
-    server.start()
-    yield server
-    server.stop()
 
 
 def test_an_sftp_repository_is_checked_by_two_connections(

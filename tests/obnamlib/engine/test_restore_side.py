@@ -16,6 +16,7 @@ from obnamlib.engine import side_process
 from obnamlib.engine.restore_reporting import WalkOrder
 from obnamlib.repo.fmt_6.repo_fmt_6 import RepositoryFormat6
 from tests.gpg_fixture import reference_gpg_home  # noqa: F401
+from tests.sshd_fixture import sshd  # noqa: F401
 from tests.obnamlib import restore_helpers as rh
 from tests.obnamlib.restore_helpers import Collect
 from tests.obnamlib.engine.test_restorer import (
@@ -256,15 +257,6 @@ def test_a_run_that_ends_says_what_waits_behind_an_open_place():
     assert said.errors == []
     order.flush()
     assert said.errors == ['after']
-
-
-@pytest.fixture(scope='module')
-def sshd():
-    from tests.sshd_server import SshdServer
-    server = SshdServer()
-    server.start()
-    yield server
-    server.stop()
 
 
 def test_an_sftp_repository_is_restored_by_two_connections(

@@ -20,6 +20,7 @@ from obnamlib.engine.live_metadata import encode_xattrs
 from obnamlib.repo.interface import PREFETCHES_CHUNKS
 from obnamlib.vfs.base import ADVISES_READS, SETS_ATTRIBUTES_OF_OPEN_FILES
 from tests.gpg_fixture import reference_gpg_home  # noqa: F401
+from tests.sshd_fixture import sshd  # noqa: F401
 from tests.nobody import NOBODY, as_nobody, why_python_cannot_run_as_nobody
 from tests.obnamlib import restore_helpers as rh
 from tests.obnamlib.restore_helpers import Collect
@@ -615,15 +616,6 @@ def test_damaged_nodes_fail_per_object_or_cleanly(tmp_path):
         finally:
             write(node, good)
     assert partial > 0
-
-
-@pytest.fixture(scope='module')
-def sshd():
-    from tests.sshd_server import SshdServer
-    server = SshdServer()
-    server.start()
-    yield server
-    server.stop()
 
 
 def test_restore_over_sftp(world, sshd, monkeypatch):

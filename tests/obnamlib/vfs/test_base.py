@@ -39,7 +39,7 @@ def test_local_storage_writes_from_threads_and_holds_local_files(tmp_path):
                                base.ADVISES_READS,
                                base.SETS_ATTRIBUTES_OF_OPEN_FILES}
     assert fs.reads_in_batches is False
-    assert fs.prefetch_size == 0
+    assert fs.prefetch_size == obnamlib.vfs.local.PREFETCH_LIVE_BYTES
 
 
 def test_default_create_is_exclusive(plain):

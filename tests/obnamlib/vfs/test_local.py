@@ -251,6 +251,8 @@ def test_a_local_disk_reads_and_creates_one_at_a_time(tmp_path):
 def test_reads_are_advised_except_in_memory(tmp_path, fstype, advises):
     fs = local_fs_on(tmp_path, fstype)
     assert (obnamlib.vfs.base.ADVISES_READS in fs.capabilities) is advises
+    assert fs.prefetch_size == (
+        obnamlib.vfs.local.PREFETCH_LIVE_BYTES if advises else 0)
 
 
 def test_without_a_mount_table_reads_are_advised(tmp_path):
@@ -423,3 +425,35 @@ def test_an_open_files_failures_are_those_of_its_path(tmp_path, monkeypatch):
         assert str(through_file[name]) == str(by_path[name])
         assert through_file[name].code == by_path[name].code
     assert os.lstat(path).st_mtime_ns == 10 ** 9
+
+
+def test_live_files_prefetched_on_a_cold_cache_are_each_hinted(
+        tmp_path, cold, monkeypatch):
+    fs = obnamlib.vfs.local.LocalFS('/')
+    for i in range(3):
+        (tmp_path / ('f%d' % i)).write_bytes(b'%d' % i)
+    os.symlink('f0', tmp_path / 'link')
+    hinted = []
+    monkeypatch.setattr(obnamlib.vfs.local, '_advise_willneed',
+                        lambda fd: hinted.append(os.readlink(
+                            '/proc/self/fd/%d' % fd)))
+    before = open_fds()
+    fs.prefetch([os.fsencode(tmp_path / name)
+                 for name in ('missing', 'f0', 'link', 'f1', 'f2')])
+    assert hinted == [str(tmp_path / name) for name in ('f0', 'f1', 'f2')]
+    assert open_fds() == before     # none kept: the backup opens its own
+
+
+def test_live_files_prefetched_on_a_warm_cache_get_no_hint(
+        tmp_path, monkeypatch):
+    fs = obnamlib.vfs.local.LocalFS('/')
+    for i in range(3):
+        (tmp_path / ('f%d' % i)).write_bytes(b'%d' % i)
+    monkeypatch.setattr(obnamlib.vfs.local, '_must_wait_for_disk',
+                        lambda fd: False)
+    hinted = []
+    monkeypatch.setattr(obnamlib.vfs.local, '_advise_willneed',
+                        hinted.append)
+    before = open_fds()
+    fs.prefetch([os.fsencode(tmp_path / ('f%d' % i)) for i in range(3)])
+    assert hinted == [] and open_fds() == before

@@ -15,15 +15,9 @@ from obnamlib.vfs.sftp import session, ssh_auth, ssh_config
 from obnamlib.vfs.sftp.fs import SftpFS
 from obnamlib.vfs.sftp.ssh_paramiko import ChannelErrors
 from tests import paths
-from tests.sshd_server import SshdServer
+from tests.sshd_fixture import sshd  # noqa: F401
 
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture(scope='module')
-def sshd():
-    with SshdServer() as server:
-        yield server
 
 
 @pytest.fixture(autouse=True)
