@@ -17,9 +17,6 @@ run was interrupted) is removed; the first process writes it again,
 unless the run is ending.
 """
 
-import collections
-
-from obnamlib.engine.restore_reporting import CallingReporter
 from obnamlib.engine.side_process import BACKLOG, SideProcess
 from obnamlib.vfs.base import LOCAL_FILES
 
@@ -27,6 +24,10 @@ from obnamlib.vfs.base import LOCAL_FILES
 # files or bytes (a small restore does without).
 SIDE_AFTER_FILES = 1024
 SIDE_AFTER_BYTES = 64 * 1024 * 1024
+
+# The second process's end (a module of its own: it imports the restorer,
+# which imports this one).
+WORKER = 'obnamlib.engine.restore_side_worker'
 
 # A batch is sent when it has this many files or bytes.
 BATCH_FILES = 256
@@ -48,7 +49,7 @@ class SideFiles:
             setup = None
         else:
             setup = dict(setup, target_fs=target)
-        self.side = SideProcess(repo, __name__, setup, what='restore')
+        self.side = SideProcess(repo, WORKER, setup, what='restore')
         self.here_files = 0     # written by the first process, before
         self.here_bytes = 0
         self.claiming = None    # [number, files, bytes] of the open batch
@@ -147,55 +148,3 @@ class SideFiles:
         self.side.close()
         for path, _, _, _ in unanswered:
             remove(path)
-
-
-def open_worker(repo, setup):
-    return _Writer(repo, setup)
-
-
-class _Writer:
-    """The second process's end: each file of a batch restored as the
-    first process would, what it would have said recorded."""
-
-    def __init__(self, repo, setup):
-        from obnamlib.engine import background_md5, restorer
-        from obnamlib.vfs import factory
-        self.recorder = _Recorder()
-        self.restorer = restorer.Restorer(
-            repo, None, factory.open_vfs(*setup['target_fs']),
-            setup['target'],
-            reporter=self.recorder,
-            always_restore_setuid=setup['always_restore_setuid'],
-            euid=setup['euid'])
-        self.restorer.hasher = background_md5.new_hasher()
-
-    def handle(self, files):
-        """[(calls to the reporter, files counted, bytes, failed)]."""
-        restorer, results = self.restorer, []
-        upcoming = collections.deque((md, ids) for _, md, ids in files)
-        restorer.fetcher.given = upcoming
-        for path, md, ids in files:
-            upcoming.popleft()
-            stats = restorer.stats
-            counted, fetched = stats.files, stats.bytes
-            restorer.failed = False
-            self.recorder.calls = []
-            restorer.write_given(path, md, ids)
-            results.append((self.recorder.calls, stats.files - counted,
-                            stats.bytes - fetched, restorer.failed))
-        return results
-
-    def close(self):
-        if self.restorer.hasher is not None:
-            self.restorer.hasher.shutdown()
-
-
-class _Recorder(CallingReporter):
-    """A reporter that keeps the calls, for the first process to make in
-    the walk's order."""
-
-    def __init__(self):
-        self.calls = []
-
-    def call(self, name, args):
-        self.calls.append((name, args))

@@ -356,19 +356,25 @@ def test_a_file_advised_and_then_changed_by_us_reads_as_it_is_now(tmp_path):
     assert fs.advised == {}
 
 
-def test_with_a_warm_cache_only_the_first_file_is_opened_and_no_hint_given(
-        tmp_path, monkeypatch):
-    fs = obnamlib.vfs.local.LocalFS(str(tmp_path))
-    for i in range(3):
-        (tmp_path / ('c%d' % i)).write_bytes(b'%d' % i)
+@pytest.fixture
+def warm(monkeypatch):
+    """The page cache holds every file; the hints given, recorded."""
     monkeypatch.setattr(obnamlib.vfs.local, '_must_wait_for_disk',
                         lambda fd: False)
     hinted = []
     monkeypatch.setattr(obnamlib.vfs.local, '_advise_willneed',
                         hinted.append)
+    return hinted
+
+
+def test_with_a_warm_cache_only_the_first_file_is_opened_and_no_hint_given(
+        tmp_path, warm):
+    fs = obnamlib.vfs.local.LocalFS(str(tmp_path))
+    for i in range(3):
+        (tmp_path / ('c%d' % i)).write_bytes(b'%d' % i)
     before = open_fds()
     fs.advise_reads(['missing', 'c0', 'c1', 'c2'])
-    assert open_fds() == before + 1 and hinted == []
+    assert open_fds() == before + 1 and warm == []
     assert [fs.read_file('c%d' % i) for i in range(3)] == [b'0', b'1', b'2']
     assert open_fds() == before
 
@@ -444,16 +450,10 @@ def test_live_files_prefetched_on_a_cold_cache_are_each_hinted(
     assert open_fds() == before     # none kept: the backup opens its own
 
 
-def test_live_files_prefetched_on_a_warm_cache_get_no_hint(
-        tmp_path, monkeypatch):
+def test_live_files_prefetched_on_a_warm_cache_get_no_hint(tmp_path, warm):
     fs = obnamlib.vfs.local.LocalFS('/')
     for i in range(3):
         (tmp_path / ('f%d' % i)).write_bytes(b'%d' % i)
-    monkeypatch.setattr(obnamlib.vfs.local, '_must_wait_for_disk',
-                        lambda fd: False)
-    hinted = []
-    monkeypatch.setattr(obnamlib.vfs.local, '_advise_willneed',
-                        hinted.append)
     before = open_fds()
     fs.prefetch([os.fsencode(tmp_path / ('f%d' % i)) for i in range(3)])
-    assert hinted == [] and open_fds() == before
+    assert warm == [] and open_fds() == before
