@@ -34,6 +34,7 @@ chunks read before it.
 import collections
 import hashlib
 import itertools
+import logging
 import os
 import threading
 
@@ -49,6 +50,8 @@ WHOLE_BACKLOG_BYTES = 1024 * 1024
 ADVISE_SIZE = 256 * 1024
 # Files smaller than this are read in the main thread (see above).
 MIN_SIZE = 256 * 1024
+# Seconds close() waits for the worker to stop (see close).
+STOP_WAIT = 10
 
 EMPTY_MD5 = hashlib.md5(b'').digest()
 
@@ -189,7 +192,11 @@ class ReadAhead:
                 self._cancel(self.queued.popleft())
 
     def close(self):
-        """Drop what is not taken and stop the worker."""
+        """Drop what is not taken and stop the worker.  A Ctrl-C that came
+        just as the main thread took the lock (its `with` not yet begun)
+        leaves the lock held by the main thread for good, and the worker
+        waiting for it: after STOP_WAIT it is left behind (a daemon: it
+        ends with the process, which is ending)."""
         with self.cond:
             self.stopping = True
             while self.queued:
@@ -198,7 +205,10 @@ class ReadAhead:
             self.cond.notify_all()
             thread, self.thread = self.thread, None
         if thread is not None:
-            thread.join()
+            thread.join(STOP_WAIT)
+            if thread.is_alive():
+                logging.warning('The backup\'s reading thread did not stop '
+                                'in %d s: left behind', STOP_WAIT)
 
     def _cancel(self, job):
         job.cancelled = True

@@ -273,6 +273,23 @@ def test_close_after_an_interrupted_start_does_not_fail(files, monkeypatch):
     assert reader.thread is None
 
 
+def test_close_after_ctrl_c_left_the_lock_held_does_not_hang(
+        files, monkeypatch):
+    """A Ctrl-C between taking the lock and entering `with` leaves the
+    lock held by the main thread: the worker, wanting it to hand over a
+    chunk, can never stop; close() leaves it behind."""
+    monkeypatch.setattr(backup_reading, 'STOP_WAIT', 0.2)
+    path, st = files.make('f', os.urandom(3 * CHUNK))
+    reader = reader_for(files, budget=CHUNK)
+    reader.cond.acquire()           # what the interrupted `with` left
+    reader.submit(path, st)         # the main thread may take it again
+    thread = reader.thread
+    reader.close()
+    assert thread.is_alive()        # waiting for the lock, for good
+    reader.cond.release()           # (not in a real run: it ends now)
+    thread.join()
+
+
 class RecordedWhole(backup_reading.WholeFileDigest):
     """WholeFileDigest noting which thread added each chunk; `fail_at`
     (an add's number) raises there."""
