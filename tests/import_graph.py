@@ -5,8 +5,9 @@ import` statements at the top of a module or inside a function, a
 literal `importlib.import_module('pkg.x')` (or `__import__`; with
 `'pkg.x.' + name` the package `pkg.x` is what is known), and a string
 holding Python code that imports the package (the `-c` script of a
-helper process, `from pkg.x import serve; serve()`).  Docstrings are
-prose, not code: they are not read.
+helper process, `from pkg.x import serve; serve()`), or the module named
+by a literal first argument of `start_child('pkg.x', ...)`, which writes
+that script.  Docstrings are prose, not code: they are not read.
 
 A name is resolved to the longest module of the package it names
 (`from pkg.x import Class` is an import of `pkg.x`, `from pkg import x`
@@ -128,6 +129,9 @@ def _imported_names(tree, here, package):
             name = _import_module_argument(node)
             if name is not None:
                 yield name, node.lineno, 'import_module'
+            name = _started_module(node)
+            if name is not None:
+                yield name, node.lineno, 'script'
         elif isinstance(node, ast.Constant) and \
                 isinstance(node.value, str) and node not in docstrings:
             for name in _script_imports(node.value, package):
@@ -169,6 +173,20 @@ def _import_module_argument(call):
         arg = arg.left
     if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
         return arg.value.rstrip('.') or None
+    return None
+
+
+def _started_module(call):
+    """The module a helper process runs, named by a literal first argument
+    of frame_pipe.start_child (its -c script imports it), else None."""
+    func = call.func
+    called = func.attr if isinstance(func, ast.Attribute) else \
+        func.id if isinstance(func, ast.Name) else None
+    if called != 'start_child' or not call.args:
+        return None
+    arg = call.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
     return None
 
 

@@ -23,12 +23,10 @@ is simply not used, so the caller's own read reports it.
 import logging
 import os
 import subprocess
-import sys
 
-import obnamlib
 from obnamlib import errors
 from obnamlib.crypto import reply_ring
-from obnamlib.crypto.frame_pipe import Channel, new_pipe
+from obnamlib.crypto.frame_pipe import Channel, new_pipe, start_child
 # The helper seals with them too; the storage layer (repo_fs) calls them here.
 from obnamlib.crypto.tag_chain import (  # noqa: F401
     can_seal, seal, sealed_size)
@@ -41,10 +39,6 @@ MAX_AHEAD = 256
 STOP_WAIT = 60
 
 _log = logging.getLogger(__name__)
-
-_BOOT = ('import sys; sys.path.insert(0, sys.argv[1]); '
-         'from obnamlib.crypto.cipher_helper import serve; '
-         'serve(*sys.argv[2:])')
 
 
 class CipherProcessFailed(errors.ObnamError):
@@ -277,14 +271,9 @@ class CipherProcess:
         ring = reply_ring.new_ring()
         child_fds = (to_child, from_child) + (() if ring is None
                                               else (ring[0],))
-        package_parent = os.path.dirname(os.path.dirname(
-            os.path.abspath(obnamlib.__file__)))
-        argv = [sys.executable, '-I', '-c', _BOOT, package_parent,
-                self.root] + [str(fd) for fd in child_fds]
         try:
-            self.proc = subprocess.Popen(
-                argv, pass_fds=child_fds,
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+            self.proc = start_child('obnamlib.crypto.cipher_helper',
+                                    (self.root,) + child_fds, child_fds)
         except OSError as e:
             for fd in (from_parent, to_parent):
                 os.close(fd)

@@ -14,12 +14,31 @@ import pickle
 import select
 import signal
 import struct
+import subprocess
+import sys
 import traceback
 
 # A pipe's room, if the kernel allows: a whole chunk, fewer wake-ups.
 PIPE_BYTES = 1 << 20
 _IOV_MAX = 512
 _F_SETPIPE_SZ = getattr(fcntl, 'F_SETPIPE_SZ', 1031)
+
+
+def start_child(module, args, pass_fds):
+    """A helper process running module.serve(*args): this interpreter,
+    isolated (-I: no environment or user site can change what runs), with
+    the obnamlib this one was loaded from; pass_fds are inherited.
+    OSError if it cannot be started."""
+    import obnamlib
+    package_parent = os.path.dirname(os.path.dirname(
+        os.path.abspath(obnamlib.__file__)))
+    boot = ('import sys; sys.path.insert(0, sys.argv[1]); '
+            'from %s import serve; serve(*sys.argv[2:])' % module)
+    return subprocess.Popen(
+        [sys.executable, '-I', '-c', boot, package_parent] +
+        [str(arg) for arg in args],
+        pass_fds=pass_fds, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL)
 
 
 def run_child(work, replies):

@@ -28,12 +28,11 @@ import logging
 import os
 import queue
 import subprocess
-import sys
 import threading
 
-import obnamlib
 from obnamlib import errors
-from obnamlib.crypto.frame_pipe import Channel, new_pipe, run_child
+from obnamlib.crypto.frame_pipe import (Channel, new_pipe, run_child,
+                                        start_child)
 
 # Batches sent and not answered, at most: the first process does the
 # next batch itself when this many wait (the two share the work).
@@ -41,10 +40,6 @@ BACKLOG = 2
 
 # Seconds the second process has to stop when asked (then it is killed).
 STOP_WAIT = 10
-
-_BOOT = ('import sys; sys.path.insert(0, sys.argv[1]); '
-         'from obnamlib.engine.side_process import serve; '
-         'serve(*sys.argv[2:])')
 
 _log = logging.getLogger(__name__)
 
@@ -89,14 +84,9 @@ class SideProcess:
             return False
         to_child, from_parent = new_pipe()
         to_parent, from_child = new_pipe()
-        package_parent = os.path.dirname(os.path.dirname(
-            os.path.abspath(obnamlib.__file__)))
-        argv = [sys.executable, '-I', '-c', _BOOT, package_parent,
-                str(to_child), str(from_child)]
         try:
-            self.proc = subprocess.Popen(
-                argv, pass_fds=(to_child, from_child),
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+            self.proc = start_child(__name__, (to_child, from_child),
+                                    (to_child, from_child))
         except OSError as e:
             os.close(from_parent)
             os.close(to_parent)
