@@ -125,9 +125,9 @@ class SideFiles:
 
     def answered(self, wait=False):
         """[(results or None, batch)] in the order sent (wait: all of
-        them, the files offered and not sent yet sent first).  results None: the
-        files are to be written here (what the second process may have
-        made of them is removed)."""
+        them, the files offered and not sent yet sent first).  results
+        None: the files are to be written here (what the second process
+        may have made of them is to be removed)."""
         if wait:
             self.send()
             self.claiming = None

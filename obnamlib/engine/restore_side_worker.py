@@ -32,7 +32,7 @@ class _Writer:
         """[(calls to the reporter, files counted, bytes, failed)]."""
         restorer, results = self.restorer, []
         upcoming = collections.deque((md, ids) for _, md, ids in files)
-        restorer.fetcher.given = upcoming
+        restorer.will_write(upcoming)
         for path, md, ids in files:
             upcoming.popleft()
             stats = restorer.stats

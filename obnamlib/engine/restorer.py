@@ -460,9 +460,10 @@ class Restorer:
         if side is None:
             return
         for results, batch in side.answered(wait):
-            if results is None:
-                for path, md, chunk_ids, place in batch:
+            if results is None:     # all removed first: Ctrl-C may come
+                for path, _, _, _ in batch:
                     self._remove_unanswered(path)
+                for path, md, chunk_ids, place in batch:
                     with self.reporter.filling(place):
                         self.write_given(path, md, chunk_ids)
                 continue
@@ -483,6 +484,12 @@ class Restorer:
             self.fs.remove(self.dest(path))
         except (obnamlib.errors.ObnamError, OSError):
             pass
+
+    def will_write(self, upcoming):
+        """Outside a walk (restore's second process): the deque of
+        (metadata, chunk ids) of the files write_given gets next, for its
+        prefetch hints; the caller takes each off as it is written."""
+        self.fetcher.given = upcoming
 
     def write_given(self, path, md, chunk_ids):
         """Fetch the content (chunk_ids: in these chunks, if known) and

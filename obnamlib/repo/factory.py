@@ -70,7 +70,8 @@ def open_repository(settings=None, vfs=None, create=False, url=None,
     vfs: an already opened raw VFS of the repository root.  repo_fs: a
     ready StorageFS with filters (tests, reopen_repository); then nothing
     else is built.  owns_storage: whether closing the repository closes
-    the storage (default: when this call opened it).  create=True (backup) makes the directory and `metadata/format` if
+    the storage (default: when this call opened it).  create=True
+    (backup) makes the directory and `metadata/format` if
     missing, in a new or empty directory only (RE7199X otherwise); the
     repository's `created` says whether this call made it.  Overrides:
     setting names, e.g. node_size=4096, lock_timeout=0.  Encryption

@@ -155,10 +155,19 @@ def test_a_second_process_that_cannot_open_gives_its_files_back(
     assert_same_restore(tmp_path, repo_path, monkeypatch, given_back=True)
 
 
+def left_behind(target, payload, make):
+    """make(path) what a second process that stopped may have left at the
+    place of the first file of a batch it was sent; that path."""
+    dest = str(target) + os.fsdecode(payload[0][0])
+    make(dest)
+    return dest
+
+
 def test_a_second_process_that_dies_gives_its_files_back(
         tmp_path, backed_up, eager, monkeypatch):
-    """Killed with a batch half written: what it made is written again
-    (a file it made read-only too)."""
+    """Killed with batches unanswered: their files are written again,
+    over whatever it left (here a symlink, which writing through would
+    refuse: the place is emptied first)."""
     _, repo_path = backed_up
     real_submit = side_process.SideProcess.submit
     killed = []
@@ -166,14 +175,17 @@ def test_a_second_process_that_dies_gives_its_files_back(
     def submit_then_die(self, payload, kept=None):
         seq = real_submit(self, payload, kept)
         if len(self.sent) == side_process.BACKLOG and not killed:
-            self.done(wait=False)
             self.proc.kill()
-            killed.append(seq)
+            self.proc.wait()
+            killed.append(left_behind(
+                tmp_path / 'two', payload,
+                lambda dest: os.symlink(str(tmp_path / 'elsewhere'), dest)))
         return seq
 
     monkeypatch.setattr(side_process.SideProcess, 'submit', submit_then_die)
     assert_same_restore(tmp_path, repo_path, monkeypatch, given_back=True)
-    assert killed
+    assert killed and os.path.isfile(killed[0])
+    assert not os.path.lexists(tmp_path / 'elsewhere')
 
 
 def test_an_interrupted_restore_kills_it_and_leaves_no_part_of_a_file(
@@ -183,18 +195,26 @@ def test_an_interrupted_restore_kills_it_and_leaves_no_part_of_a_file(
     processes = []
 
     def submit_then_interrupt(self, payload, kept=None):
-        """Ctrl-C with two batches sent (the process is still starting)."""
+        """Ctrl-C with two batches sent, the second process stopped with
+        part of a file of the second written."""
         seq = real_submit(self, payload, kept)
         processes.append(self.proc)
         if len(processes) == 2:
+            os.kill(self.proc.pid, signal.SIGSTOP)
+            os.waitpid(self.proc.pid, os.WUNTRACED)
+            partial.append(left_behind(
+                tmp_path / 'target', payload,
+                lambda dest: open(dest, 'wb').write(b'part')))
             raise KeyboardInterrupt()
         return seq
 
+    partial = []
     monkeypatch.setattr(side_process.SideProcess, 'submit',
                         submit_then_interrupt)
     with pytest.raises(KeyboardInterrupt):
         run_restore(repo_path, tmp_path / 'target', monkeypatch)
     assert processes[0].returncode == -signal.SIGKILL
+    assert not os.path.lexists(partial[0])
     restored = facts(tmp_path / 'target' / str(live).lstrip('/'))
     whole = facts(live)
     for path, fact in restored.items():
