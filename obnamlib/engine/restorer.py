@@ -457,8 +457,8 @@ class Restorer:
         """Take what the second process did (wait: all of it), write what
         it gave back, and finish the directories that waited for it."""
         side = self.side_files
-        if side is None:
-            return
+        if side is None or not (side.outstanding() or self.deferred):
+            return      # (every file: the usual case costs nothing more)
         for results, batch in side.answered(wait):
             if results is None:     # all removed first: Ctrl-C may come
                 for path, _, _, _ in batch:

@@ -239,9 +239,9 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
         probe."""
         probed = False
         for path in paths:
-            try:
-                fd = os.open(self._full(path),
-                             os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+            try:    # the probe reads: no atime; a FIFO now: no waiting
+                fd = _open_noatime(self._full(path),
+                                   os.O_CLOEXEC | os.O_NONBLOCK)
             except OSError:
                 continue        # reported when it is read
             try:
@@ -576,14 +576,16 @@ def _file_sizes(full):
         return e
 
 
-def _open_noatime(path):
-    """Open for reading without updating atime where we are allowed to."""
+def _open_noatime(path, flags=0):
+    """Open for reading without updating atime where we are allowed to
+    (flags: more of them)."""
+    flags |= os.O_RDONLY | os.O_NOFOLLOW
     if _NOATIME:
         try:
-            return os.open(path, os.O_RDONLY | _NOATIME | os.O_NOFOLLOW)
+            return os.open(path, flags | _NOATIME)
         except PermissionError:
             pass
-    return os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    return os.open(path, flags)
 
 
 # Live files up to this size are worth a prefetch() where the disk may

@@ -457,3 +457,26 @@ def test_live_files_prefetched_on_a_warm_cache_get_no_hint(tmp_path, warm):
     before = open_fds()
     fs.prefetch([os.fsencode(tmp_path / ('f%d' % i)) for i in range(3)])
     assert warm == [] and open_fds() == before
+
+
+def test_the_prefetch_probe_leaves_atime_alone(tmp_path):
+    """It reads a byte of the first file (to see whether the page cache
+    has it): as the backup's own reads, without updating its atime."""
+    fs = obnamlib.vfs.local.LocalFS('/')
+    path = tmp_path / 'mbox'
+    path.write_bytes(b'new mail')
+    old = os.stat(path).st_mtime_ns - 2 * 86400 * 10**9
+    os.utime(path, ns=(old, os.stat(path).st_mtime_ns))
+    fs.prefetch([os.fsencode(path)])
+    assert os.stat(path).st_atime_ns == old
+
+
+@pytest.mark.timeout(30)
+def test_a_prefetched_file_that_became_a_fifo_is_not_waited_for(
+        tmp_path, cold):
+    fs = obnamlib.vfs.local.LocalFS('/')
+    os.mkfifo(tmp_path / 'was-a-file')
+    (tmp_path / 'f').write_bytes(b'x')
+    before = open_fds()
+    fs.prefetch([os.fsencode(tmp_path / name) for name in ('was-a-file', 'f')])
+    assert open_fds() == before
