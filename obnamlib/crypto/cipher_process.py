@@ -96,14 +96,19 @@ class CipherProcess:
         """Have the child create path exclusively, with the parts sealed
         with passphrase (None: the parts are the stored bytes).  What was
         read ahead is taken first: no data is ever queued behind a reply
-        that waits for room in the ring (reply_ring's no-deadlock rule)."""
+        that waits for room in the ring (reply_ring's no-deadlock rule).
+        A small create is held (Channel.send's hold) and written with the
+        next ones: one system call, and one wake-up of the child, for
+        several; any other request, sync and close write it."""
         self._forget_ahead()
         key_id = None if passphrase is None else self._key_id(passphrase)
-        self._send(('create', path, key_id, len(parts)), parts)
+        self._send(('create', path, key_id, len(parts)), parts, hold=True)
         self.used = True
 
     def failure_reported(self):
-        """Whether a create failed since the last sync (never waits)."""
+        """Whether a create failed since the last sync (never waits): one
+        that was written to the child (small creates are held and written
+        together, see create)."""
         if self.started:
             self._drain()
         return self.failure_noticed or self.broken is not None
@@ -197,10 +202,10 @@ class CipherProcess:
             self.key_ids[passphrase] = key_id
         return key_id
 
-    def _send(self, message, parts=()):
+    def _send(self, message, parts=(), hold=False):
         if self.proc is None:
             self._start()
-        self._call(self.requests.send, message, parts)
+        self._call(self.requests.send, message, parts, hold)
 
     def _call(self, method, *args):
         if self.broken is not None:

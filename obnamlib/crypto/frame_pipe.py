@@ -78,23 +78,53 @@ class Channel:
     on the read end."""
 
     BUFFER = 65536
+    # Held messages (send's hold) are written once they reach this many
+    # bytes or frames: a few system calls, and wake-ups of the reader,
+    # for many small messages.
+    HOLD_BYTES = 256 * 1024
+    HOLD_FRAMES = 128
 
     def __init__(self, fd):
         self.fd = fd
         self.buf = b''
         self.pos = 0
         self.poller = None        # made at the first poll (once per chunk)
+        self.held = []            # frames of held messages, not yet written
+        self.held_bytes = 0
 
     def fileno(self):
         return self.fd
 
-    def send(self, message, parts=()):
+    def send(self, message, parts=(), hold=False):
+        """Write a message and its parts, after any held ones.  hold: a
+        small message may wait in this end until HOLD_BYTES are held or
+        the next send without hold, or flush() (its parts are copied
+        unless they are bytes: the caller may reuse its buffers).  True
+        if something was written."""
         frames = []
         for data in [pickle.dumps(message)] + list(parts):
             if len(data) > 0x7fffffff:
                 raise ValueError('a part of over 2 GiB')
             frames += [struct.pack('!I', len(data)), data]
+        if hold:
+            size = sum(len(frame) for frame in frames)
+            if size < self.HOLD_BYTES:
+                self.held += [frame if type(frame) is bytes else
+                              bytes(frame) for frame in frames]
+                self.held_bytes += size
+                if self.held_bytes < self.HOLD_BYTES and \
+                        len(self.held) < self.HOLD_FRAMES:
+                    return False
+                frames = []
+        frames, self.held, self.held_bytes = self.held + frames, [], 0
         write_all(self.fd, frames)
+        return True
+
+    def flush(self):
+        """Write the held messages, if any."""
+        if self.held:
+            frames, self.held, self.held_bytes = self.held, [], 0
+            write_all(self.fd, frames)
 
     def recv(self):
         return pickle.loads(self.frame())
@@ -137,6 +167,7 @@ class Channel:
         return bool(self.poller.poll(timeout * 1000))
 
     def close(self):
+        """Held messages are not written: flush() or send first."""
         os.close(self.fd)
 
 

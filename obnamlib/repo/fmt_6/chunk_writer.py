@@ -364,8 +364,9 @@ class ProcessChunkWriter(_FailuresKept):
     to submit_sealed.  The first few are sealed and created in the
     caller's thread by seal_inline(path, parts, passphrase) while the
     process starts (and all of them if it cannot start).  A failed create
-    is reported by the next submit (the process says so at once) or by
-    flush; a file is pending from its submit to the next wait."""
+    is reported by a later submit (the process says so once it has the
+    create: small ones reach it a few together) or by flush; a file is
+    pending from its submit to the next wait."""
 
     def __init__(self, process, seal_inline, inline=INLINE_SEALS):
         super().__init__()

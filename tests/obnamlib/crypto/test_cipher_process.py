@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import obnamlib.vfs.local
-from obnamlib.crypto import cipher_process, openpgp, reply_ring
+from obnamlib.crypto import cipher_process, frame_pipe, openpgp, reply_ring
 from obnamlib import errors
 from obnamlib.repo.storage import filters, repo_fs
 from obnamlib.repo.fmt_6 import chunk_store, chunk_writer
@@ -179,11 +179,13 @@ def test_an_os_error_in_the_helper_is_raised_with_its_errno(tmp_path):
 
 
 def test_a_failure_is_reported_by_the_next_submit(tmp_path):
+    """Once the failed create was written to the helper: a big one is
+    written at once (small ones are held, see test_frame_pipe)."""
     fs = encrypted_fs(tmp_path)
     writer = sealing_writer(fs)
     (tmp_path / path_of(0)).parent.mkdir(parents=True)
     (tmp_path / path_of(0)).write_bytes(b'taken')
-    fs.create_file(path_of(0), b'data')
+    fs.create_file(path_of(0), bytes(frame_pipe.Channel.HOLD_BYTES))
     helper = fs.seal_helper()
     while not helper.failure_reported():    # its notice comes after 'ready'
         assert helper.replies.poll(60)
