@@ -104,10 +104,16 @@ class Fsck:
         self.reporter = reporter or SilentReporter()
         self.checker = checker or storage_checker_for(repo, self.options.fix)
         self.stats = FsckStats()
+        self.side = SideCheck(repo)
         self.content = ContentCheck(
             repo, self.checker, self.stats, self._report, self._checking,
-            lambda: self.reporter.counted(self.stats), side=SideCheck(repo))
+            lambda: self.reporter.counted(self.stats), side=self.side)
         self.used = {}              # client name -> chunk ids its files use
+
+    def _side_may_run(self):
+        """Whether the second process may share the reads (then this one
+        decrypts its own, without the helper process)."""
+        return self.side is not None and self.side.may_run()
 
     def run(self):
         """Check everything; returns the problem lines (also reported)."""
@@ -118,7 +124,7 @@ class Fsck:
         self.checker.lock()
         try:
             if not self.options.ignore_chunks:
-                self.repo.expect_chunk_reads()
+                self.repo.expect_chunk_reads(in_line=self._side_may_run())
             self._storage_checks()
             if not self.options.skip_generations:
                 for client_name in self._client_names():

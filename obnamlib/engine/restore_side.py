@@ -62,6 +62,10 @@ class SideFiles:
         self.given_back = []    # batches that could not be sent
         self.answered_upto = 0  # all files up to this one are answered
 
+    def may_share(self):
+        """Whether the second process may take files in this restore."""
+        return self.side.may_run()
+
     def written_here(self, md):
         """Count a file the first process wrote (to know when a second
         one pays)."""

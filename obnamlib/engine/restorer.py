@@ -140,13 +140,13 @@ class Restorer:
             self._check_in_generation(path)
         spread_before = None
         if not self.pretend:
-            self.repo.expect_chunk_reads()
+            self.side_files = restore_side.SideFiles(self.repo, self.fs,
+                                                     self.side_setup)
+            self.repo.expect_chunk_reads(in_line=self.side_files.may_share())
             self._prepare_target()
             spread_before = self.fs.spread_directories_below(self.target,
                                                              True)
             self.hasher = background_md5.new_hasher()
-            self.side_files = restore_side.SideFiles(self.repo, self.fs,
-                                                     self.side_setup)
             self.fetcher.claim = self._claim
         try:
             for path in paths:

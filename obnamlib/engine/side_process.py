@@ -72,14 +72,20 @@ class SideProcess:
             return False
         return len(self.sent) < BACKLOG
 
+    def may_run(self):
+        """Whether the second process may be used here: it has work it can
+        do, two cores to run on, and has not failed (it may still fail to
+        start, or to open the repository)."""
+        return self.failed is None and self.setup is not None and \
+            len(os.sched_getaffinity(0)) >= 2
+
     def _start(self):
         try:
             reopening = self.repo.reopening()
         except errors.ObnamError as e:    # e.g. a key file it cannot read
             self._fail(e.first_line())
             return False
-        if reopening is None or self.setup is None or \
-                len(os.sched_getaffinity(0)) < 2:
+        if reopening is None or not self.may_run():
             self.failed = 'not available here'
             return False
         to_child, from_parent = new_pipe()

@@ -222,10 +222,12 @@ class Repository(abc.ABC):
     def get_chunk_content(self, chunk_id):
         """RepositoryChunkDoesNotExist if missing."""
 
-    def expect_chunk_reads(self):
+    def expect_chunk_reads(self, in_line=False):
         """A hint: this command reads many chunks (fsck, restore, verify).
         A format may get ready (start a helper process) meanwhile; doing
-        nothing is correct."""
+        nothing is correct.  in_line: the command shares its reads with a
+        second process of its own (obnamlib.engine.side_process): each
+        decrypts what it reads itself, no helper process."""
 
     def reopening(self):
         """How a second process may open this repository by itself to read

@@ -225,8 +225,9 @@ class Storage(abc.ABC):
         """A hint: these files will be read next, in this order (larch's
         name; RepositoryFS decrypts them ahead in a second process)."""
 
-    def expect_reads(self):
-        """A hint: many files will be read (fsck, restore, verify)."""
+    def expect_reads(self, in_line=False):
+        """A hint: many files will be read (fsck, restore, verify);
+        in_line: by this process (see RepositoryFS.expect_reads)."""
 
     def sync(self):
         """Make everything written so far durable (where the storage can

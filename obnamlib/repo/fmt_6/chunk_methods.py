@@ -36,9 +36,10 @@ class ChunkMethods:
         return self.chunks.get(chunk_id)
 
     @reporting_damage
-    def expect_chunk_reads(self):
-        """An encrypted local repository starts its helper process."""
-        self.fs.expect_reads()
+    def expect_chunk_reads(self, in_line=False):
+        """An encrypted local repository starts its helper process, unless
+        in_line."""
+        self.fs.expect_reads(in_line)
 
     @reporting_damage
     def prefetch_chunks(self, chunk_ids):

@@ -166,11 +166,17 @@ class RepositoryFS(vfs_base.Storage):
         """The second process, started when first used."""
         return self._second.helper()
 
-    def expect_reads(self):
+    def expect_reads(self, in_line=False):
         """A hint: many files will be read (fsck, restore, verify).  An
         encrypted local repository starts its helper process now, so that
-        it has booted when the reading starts and is given all of it."""
-        if self._reads_ahead():
+        it has booted when the reading starts and is given all of it.
+        in_line: the files are decrypted in this process, without the
+        helper (the command has a second process of its own sharing the
+        reads: a third would only take turns with the two on the cores,
+        and costs a copy of everything through its pipe)."""
+        if in_line:
+            self._helper = False
+        elif self._reads_ahead():
             self.seal_helper().start()
 
     def read_ahead(self, paths):

@@ -1227,17 +1227,34 @@ def test_hint_schedule_calls_for_the_next_hint_half_way():
         False, False, False, True, True]
 
 
-def test_restore_says_it_will_read_chunks_before_it_reads_any(world):
+class NotReopened(obnamlib.vfs.local.LocalFS):
+    """A target a second process cannot open by itself."""
+
+    def reopening(self):
+        return None
+
+
+@pytest.mark.parametrize('reopened', [True, False])
+def test_restore_says_it_will_read_chunks_before_it_reads_any(
+        world, reopened):
+    """And that it reads them in line when its second process may share
+    the reads (two cores, a target it can open): no helper process."""
     tmp, live = world
     (live / 'f').write_bytes(b'data' * 3000)
     repo = rh.new_repository(tmp / 'repo')
     gen = rh.store_tree(repo, str(live))
     events = record_hints_and_reads(repo)
-    repo.expect_chunk_reads = lambda: events.append(('expect', None))
-    r, rep = restorer(repo, gen, tmp / 'target')
+    repo.expect_chunk_reads = lambda in_line=False: events.append(
+        ('expect', in_line))
+    target_fs = obnamlib.vfs.local.LocalFS('/') if reopened else \
+        NotReopened('/')
+    rep = Collect()
+    r = obnamlib.engine.restorer.Restorer(
+        repo, gen, target_fs, os.fsencode(tmp / 'target'), reporter=rep)
     r.restore()
     assert rep.errors == []
-    assert events[0] == ('expect', None)
+    assert events[0] == ('expect',
+                         reopened and len(os.sched_getaffinity(0)) >= 2)
     assert any(kind == 'read' for kind, _ in events[1:])
 
 
