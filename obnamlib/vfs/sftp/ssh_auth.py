@@ -26,7 +26,7 @@ import sys
 import threading
 
 from obnamlib.errors import ObnamError
-from obnamlib.vfs.sftp import ssh_config
+from obnamlib.vfs.sftp import ssh_ciphers, ssh_config
 from obnamlib.vfs.sftp.codec import ProtocolError
 from obnamlib.vfs.sftp.ssh_errors import (  # noqa: F401 (callers' names)
     KeyAuthenticationError, NoHostKeyError, NoHostKeyOfWantedTypeError,
@@ -50,9 +50,10 @@ class ParamikoMissingError(ObnamError):
 class SshTarget:
     """Where to connect and how, after ~/.ssh/config and settings apply.
 
-    The ssh configuration is read when first needed: a working OpenSSH
-    connection never needs it (ssh reads its own), only error messages
-    and the paramiko transport do.
+    The ssh configuration is read when first needed: ssh reads its own,
+    so an OpenSSH connection asks `ssh -G` only for the ciphers where
+    the processor has AES instructions (ssh_ciphers), and error messages
+    and the paramiko transport read all of it.
     """
 
     def __init__(self, host, port=None, user=None, settings=None):
@@ -71,6 +72,16 @@ class SshTarget:
     def config(self):
         return ssh_config.lookup(self.alias, self.url_port, self.url_user,
                                  self.ssh_command, self.pure_paramiko)
+
+    @property
+    def cipher_order(self):
+        """The ciphers to give OpenSSH's ssh (ssh_ciphers.preferred), or
+        None to leave them to it."""
+        if not ssh_ciphers.cpu_has_aes():
+            return None
+        found = ssh_config.openssh_only(self.alias, self.url_port,
+                                        self.url_user, self.ssh_command)
+        return ssh_ciphers.preferred(found.get('ciphers'))
 
     @property
     def hostname(self):
@@ -262,6 +273,9 @@ def openssh_argv(target):
     if policy:
         argv += ['-o', 'StrictHostKeyChecking=%s' % policy]
     argv += ['-o', 'UserKnownHostsFile=%s' % target.known_hosts]
+    ciphers = target.cipher_order
+    if ciphers:
+        argv += ['-o', 'Ciphers=%s' % ciphers]
     if not _interactive():
         argv += ['-o', 'BatchMode=yes']
     argv += [target.alias, 'sftp']

@@ -22,7 +22,8 @@ OPENSSH_TIMEOUT = 30
 OPENSSH_POLICY_WORDS = {'true': 'yes', 'false': 'no'}
 # Its identity files are left out: -G lists OpenSSH's default files
 # too, and only the paramiko transport, which reads its own, uses them.
-OPENSSH_FIELDS = ('hostname', 'port', 'user', 'stricthostkeychecking')
+OPENSSH_FIELDS = ('hostname', 'port', 'user', 'stricthostkeychecking',
+                  'ciphers')
 
 
 def lookup(alias, port=None, user=None, ssh_command='ssh',
@@ -34,6 +35,12 @@ def lookup(alias, port=None, user=None, ssh_command='ssh',
         if found is not None:
             return found
     return from_paramiko(alias)
+
+
+def openssh_only(alias, port=None, user=None, ssh_command='ssh'):
+    """What `ssh -G` says (lookup's dict), or an empty dict: never
+    paramiko, whose import would cost more than it could save."""
+    return from_openssh(ssh_command, alias, port, user) or {}
 
 
 def from_openssh(ssh_command, alias, port=None, user=None):
