@@ -286,7 +286,9 @@ def test_clients_with_different_keys_deduplicate(tmp_path, homes):
 
 def test_many_chunks_go_through_the_cipher_helper(tmp_path, homes):
     """Past the first few chunk files, a helper process encrypts and
-    writes them, and reads them ahead for restore, verify and fsck."""
+    writes them, and reads them ahead for verify; for restore and fsck
+    too where they cannot run a second process of their own (one core:
+    with two, each of their processes decrypts what it reads)."""
     alice, _ = homes
     live = tmp_path / 'live'
     live.mkdir()
@@ -316,8 +318,9 @@ def test_many_chunks_go_through_the_cipher_helper(tmp_path, homes):
     ok(obnam(tmp_path, alice, 'c1', enc, 'restore', '--generation', gens[0],
              '--to', tmp_path / 'old'))
     assert read_tree(tmp_path / 'old' / str(live).lstrip('/')) == first
+    two_cores = len(os.sched_getaffinity(0)) >= 2
     assert (tmp_path / 'obnam.log').read_text().count(
-        'Started the cipher helper process') >= 4
+        'Started the cipher helper process') == (3 if two_cores else 6)
 
 
 def test_fsck_names_gpg_reasons_on_each_problem_line(tmp_path, homes):
