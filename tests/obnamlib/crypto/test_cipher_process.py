@@ -537,3 +537,21 @@ def test_a_key_that_cannot_be_had_fails_the_read_not_the_hint(tmp_path):
     assert 'key of chunks is damaged' in str(raised.value)
     assert fs.keys.asked == 2
     fs.close()
+
+
+def test_the_writer_waits_for_the_helper_when_many_files_are_pending(
+        tmp_path, monkeypatch):
+    """Pending paths are memory: past PENDING_MAX the writer waits, and
+    every file sent so far is made."""
+    monkeypatch.setattr(chunk_writer, 'PENDING_MAX', 3)
+    fs = encrypted_fs(tmp_path)
+    writer = sealing_writer(fs)
+    for i in range(4):
+        fs.create_file(path_of(i), b'file %d' % i)
+    assert not any(writer.is_pending(path_of(i)) for i in range(3))
+    for i in range(3):
+        assert encrypted_fs(tmp_path).read_file(path_of(i)) == b'file %d' % i
+    assert writer.is_pending(path_of(3))
+    writer.flush()
+    assert not writer.is_pending(path_of(3))
+    fs.close()
