@@ -13,11 +13,15 @@ every other machine.
 
 import functools
 
-# OpenSSH's default client cipher list, as `ssh -G` prints it (Debian 12's
-# OpenSSH 9.2); another default is left alone.
-OPENSSH_DEFAULT = ('chacha20-poly1305@openssh.com', 'aes128-ctr',
-                   'aes192-ctr', 'aes256-ctr', 'aes128-gcm@openssh.com',
-                   'aes256-gcm@openssh.com')
+# OpenSSH's default client cipher lists, as `ssh -G` prints them: Debian
+# 12's OpenSSH 9.2, and Debian 13's 10.0 (AES-GCM moved before AES-CTR,
+# ChaCha20 still first).  Another list is left alone.
+OPENSSH_DEFAULTS = (
+    ('chacha20-poly1305@openssh.com', 'aes128-ctr', 'aes192-ctr',
+     'aes256-ctr', 'aes128-gcm@openssh.com', 'aes256-gcm@openssh.com'),
+    ('chacha20-poly1305@openssh.com', 'aes128-gcm@openssh.com',
+     'aes256-gcm@openssh.com', 'aes128-ctr', 'aes192-ctr', 'aes256-ctr'),
+)
 AES_FIRST = ('aes128-gcm@openssh.com', 'aes256-gcm@openssh.com')
 CPUINFO = '/proc/cpuinfo'
 
@@ -25,12 +29,13 @@ CPUINFO = '/proc/cpuinfo'
 def preferred(configured, has_aes=None):
     """The cipher list to give ssh (-oCiphers=), or None to leave it to
     ssh.  configured: `ssh -G`'s ciphers value, or None where unknown."""
-    if configured is None or tuple(configured.split(',')) != OPENSSH_DEFAULT:
+    names = tuple(configured.split(',')) if configured else None
+    if names not in OPENSSH_DEFAULTS:
         return None
     if not (cpu_has_aes() if has_aes is None else has_aes):
         return None
     return ','.join(AES_FIRST + tuple(
-        name for name in OPENSSH_DEFAULT if name not in AES_FIRST))
+        name for name in names if name not in AES_FIRST))
 
 
 @functools.lru_cache(maxsize=None)

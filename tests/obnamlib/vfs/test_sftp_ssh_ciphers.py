@@ -3,6 +3,8 @@ AES-GCM first only where the processor has AES instructions and the
 user's ssh configuration leaves the ciphers at OpenSSH's default; the
 connection works either way, against a real sshd on 127.0.0.1."""
 
+import subprocess
+
 import pytest
 
 from obnamlib.vfs.sftp import ssh_ciphers
@@ -13,13 +15,25 @@ from tests.obnamlib.vfs.test_sftp_ssh_config import (  # noqa: F401
 
 pytestmark = pytest.mark.timeout(300)
 
-DEFAULT = ','.join(ssh_ciphers.OPENSSH_DEFAULT)
+DEFAULT = ','.join(ssh_ciphers.OPENSSH_DEFAULTS[0])
 
 
-def test_the_default_list_gets_aes_gcm_first_where_the_cpu_has_aes():
-    order = ssh_ciphers.preferred(DEFAULT, has_aes=True).split(',')
+@pytest.mark.parametrize('default', ssh_ciphers.OPENSSH_DEFAULTS)
+def test_a_default_list_gets_aes_gcm_first_where_the_cpu_has_aes(default):
+    order = ssh_ciphers.preferred(','.join(default), has_aes=True).split(',')
     assert order[:2] == ['aes128-gcm@openssh.com', 'aes256-gcm@openssh.com']
-    assert sorted(order) == sorted(ssh_ciphers.OPENSSH_DEFAULT)
+    assert sorted(order) == sorted(default)
+    rest = [name for name in default if name not in order[:2]]
+    assert order[2:] == rest
+
+
+def test_this_machines_ssh_has_a_known_default():
+    """A new OpenSSH default is to be added to OPENSSH_DEFAULTS."""
+    out = subprocess.run(['ssh', '-G', '-F', '/dev/null', 'localhost'],
+                         capture_output=True, text=True, check=True).stdout
+    ciphers = [line.split()[1] for line in out.splitlines()
+               if line.startswith('ciphers ')]
+    assert tuple(ciphers[0].split(',')) in ssh_ciphers.OPENSSH_DEFAULTS
 
 
 @pytest.mark.parametrize('configured, has_aes', [
@@ -68,8 +82,10 @@ def test_with_aes_ssh_is_asked_and_then_given_aes_gcm_first(
     monkeypatch.setattr(ssh_ciphers, 'cpu_has_aes', lambda: True)
     runs = connect_and_record(sshd, tmp_path)
     assert len(runs) == 2 and '-G' in runs[0]
-    wanted = 'Ciphers=' + ssh_ciphers.preferred(DEFAULT, has_aes=True)
-    assert wanted in runs[1] and runs[1][-2:] == ['backupbox', 'sftp']
+    wanted = [arg for arg in runs[1] if arg.startswith('Ciphers=')]
+    assert len(wanted) == 1 and wanted[0].startswith(
+        'Ciphers=aes128-gcm@openssh.com,aes256-gcm@openssh.com,')
+    assert runs[1][-2:] == ['backupbox', 'sftp']
 
 
 def test_a_users_ciphers_line_is_left_alone(sshd, tmp_path,
