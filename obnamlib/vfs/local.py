@@ -237,7 +237,10 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
         reads queued instead of one at a time (the backup reads small
         files in turn).  With a warm cache nothing is done after that one
         probe."""
-        probed = False
+        _advise_unless_cached(self._opened_for_prefetch(paths))
+
+    def _opened_for_prefetch(self, paths):
+        """Each file opened in turn, closed when the next is asked for."""
         for path in paths:
             try:    # the probe reads: no atime; a FIFO now: no waiting
                 fd = _open_noatime(self._full(path),
@@ -245,11 +248,7 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
             except OSError:
                 continue        # reported when it is read
             try:
-                if not probed:
-                    probed = True
-                    if not _must_wait_for_disk(fd):
-                        return
-                _advise_willneed(fd)
+                yield fd
             finally:
                 os.close(fd)
 
@@ -262,7 +261,10 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
         warm cache the hint would cost a system call per file for
         nothing.  A file that cannot be opened is left to read_file,
         which reports it."""
-        probed = False
+        _advise_unless_cached(self._opened_to_keep(paths))
+
+    def _opened_to_keep(self, paths):
+        """Each file not already kept opened in turn, and kept open."""
         for path in paths:
             full = self._full(path)
             if full in self.advised:
@@ -272,11 +274,7 @@ class LocalFS(obnamlib.vfs.base.VirtualFileSystem):
             except OSError:
                 continue
             self._keep_advised(full, fd)
-            if not probed:
-                probed = True
-                if not _must_wait_for_disk(fd):
-                    return
-            _advise_willneed(fd)
+            yield fd
 
     def _keep_advised(self, full, fd):
         self.advised[full] = fd
@@ -773,6 +771,19 @@ def _must_wait_for_disk(fd):
     except OSError:
         return False
     return False
+
+
+def _advise_unless_cached(opened):
+    """POSIX_FADV_WILLNEED for each file descriptor the generator
+    `opened` gives, unless the first one's start is in the page cache:
+    then no more are opened (a warm cache costs one probe)."""
+    try:
+        for i, fd in enumerate(opened):
+            if i == 0 and not _must_wait_for_disk(fd):
+                return
+            _advise_willneed(fd)
+    finally:
+        opened.close()      # the last file given is closed now, not later
 
 
 def _advise_willneed(fd):
