@@ -59,6 +59,7 @@ class RepositoryFS(vfs_base.Storage):
             compress=compress, keys=keys, cipher=cipher, format5=format5)
         self._second = second_process.SecondProcess(self.base, keys)
         self._helper = helper
+        self._reads_in_line = False   # see expect_reads
         self._count_lock = threading.Lock()
         self._behind = None       # see write_behind
         self._sealing = False     # see seal_behind
@@ -147,7 +148,7 @@ class RepositoryFS(vfs_base.Storage):
         process (obnamlib.crypto.cipher_process; chunk_writer.ProcessChunkWriter
         with seal_helper() and seal_inline): an encrypted repository on a
         local disk, with a cipher that can seal."""
-        return self._reads_ahead() and cipher_process.can_seal(self.cipher)
+        return self._has_helper() and cipher_process.can_seal(self.cipher)
 
     def seal_behind(self, writer):
         """Like write_behind, with a writer that also encrypts
@@ -174,9 +175,8 @@ class RepositoryFS(vfs_base.Storage):
         helper (the command has a second process of its own sharing the
         reads: a third would only take turns with the two on the cores,
         and costs a copy of everything through its pipe)."""
-        if in_line:
-            self._helper = False
-        elif self._reads_ahead():
+        self._reads_in_line = in_line
+        if self._reads_ahead():
             self.seal_helper().start()
 
     def read_ahead(self, paths):
@@ -214,11 +214,16 @@ class RepositoryFS(vfs_base.Storage):
         return url, settings, {toplevel: self.keys.symmetric_key(toplevel)
                                for toplevel in toplevels}
 
-    def _reads_ahead(self):
-        """An encrypted repository on a local disk (format 6)."""
+    def _has_helper(self):
+        """An encrypted repository on a local disk (format 6): the helper
+        process may seal and read."""
         return (self.keys is not None and not self.format5 and
                 self._helper and
                 vfs_base.LOCAL_FILES in self.base.capabilities)
+
+    def _reads_ahead(self):
+        """The helper reads ahead (unless told to read in line)."""
+        return self._has_helper() and not self._reads_in_line
 
     @property
     def can_write_behind(self):

@@ -441,6 +441,24 @@ def test_few_files_start_no_helper_unless_reads_are_expected(tmp_path):
     fs.close()
 
 
+def test_reads_expected_in_line_start_no_helper_and_decrypt_here(
+        tmp_path, monkeypatch):
+    """fsck's and restore's hint when their own second process shares the
+    reads: however many files are asked for, none goes to the helper;
+    sealing for a backup is still the helper's."""
+    monkeypatch.setattr(repo_fs, 'READ_AHEAD_AFTER', 0)
+    paths = stored_files(tmp_path, 10)
+    fs = encrypted_fs(tmp_path)
+    fs.expect_reads(in_line=True)
+    fs.read_ahead(paths)
+    assert not fs.seal_helper().started
+    assert [fs.read_file(path) for path in paths] == [
+        payload(i, 5000) for i in range(10)]
+    assert fs.cipher.decrypted == 10
+    assert fs.can_seal_behind
+    fs.close()
+
+
 def test_replies_come_around_a_small_shared_ring(tmp_path, monkeypatch):
     monkeypatch.setattr(reply_ring, 'RING_BYTES', 64 * 1024)
     monkeypatch.setattr(repo_fs, 'READ_AHEAD_AFTER', 0)
