@@ -104,16 +104,16 @@ class Fsck:
         self.reporter = reporter or SilentReporter()
         self.checker = checker or storage_checker_for(repo, self.options.fix)
         self.stats = FsckStats()
-        self.side = SideCheck(repo)
         self.content = ContentCheck(
             repo, self.checker, self.stats, self._report, self._checking,
-            lambda: self.reporter.counted(self.stats), side=self.side)
+            lambda: self.reporter.counted(self.stats), side=SideCheck(repo))
         self.used = {}              # client name -> chunk ids its files use
 
     def _side_may_run(self):
         """Whether the second process may share the reads (then this one
         decrypts its own, without the helper process)."""
-        return self.side is not None and self.side.may_run()
+        side = self.content.side
+        return side is not None and side.may_run()
 
     def run(self):
         """Check everything; returns the problem lines (also reported)."""

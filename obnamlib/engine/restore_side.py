@@ -11,10 +11,11 @@ while fewer than BACKLOG wait, else the first process writes the file
 itself, so the two share the work whatever it is.  What the second
 process would have said (errors, progress) comes back with each file,
 and the first process says it in the walk's order
-(restore_reporting.WalkOrder), as if it had written the file itself.  A directory's metadata waits until the files in it are
-written.  A file the second process did not answer for (it failed, or the
-run was interrupted) is removed; the first process writes it again,
-unless the run is ending.
+(restore_reporting.WalkOrder), as if it had written the file itself.
+A directory's metadata waits until the files in it are written.  A file
+the second process did not answer for (it failed, or the run was
+interrupted) is removed; the first process writes it again, unless the
+run is ending.
 """
 
 from obnamlib.engine.side_process import BACKLOG, SideProcess

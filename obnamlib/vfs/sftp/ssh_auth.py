@@ -79,8 +79,8 @@ class SshTarget:
         None to leave them to it."""
         if not ssh_ciphers.cpu_has_aes():
             return None
-        found = ssh_config.openssh_only(self.alias, self.url_port,
-                                        self.url_user, self.ssh_command)
+        found = ssh_config.from_openssh(self.ssh_command, self.alias,
+                                        self.url_port, self.url_user) or {}
         return ssh_ciphers.preferred(found.get('ciphers'))
 
     @property

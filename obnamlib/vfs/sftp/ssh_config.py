@@ -37,12 +37,6 @@ def lookup(alias, port=None, user=None, ssh_command='ssh',
     return from_paramiko(alias)
 
 
-def openssh_only(alias, port=None, user=None, ssh_command='ssh'):
-    """What `ssh -G` says (lookup's dict), or an empty dict: never
-    paramiko, whose import would cost more than it could save."""
-    return from_openssh(ssh_command, alias, port, user) or {}
-
-
 def from_openssh(ssh_command, alias, port=None, user=None):
     """What `ssh -G` says about `alias`, or None if it cannot say."""
     argv = [ssh_command, '-G']
