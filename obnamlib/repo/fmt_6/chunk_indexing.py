@@ -21,7 +21,7 @@ class ChunkIndexing:
         self.indexes = indexes
         self.clients = clients
         self.checksums = {}           # chunk id -> checksum, this session
-        self.unindexed = {}           # checksum -> [chunk ids] not yet indexed
+        self.unindexed = {}           # checksum -> id (or ids) not yet indexed
         self.pending_removals = []
         self.reused = {}              # client name -> chunk ids it re-used
         self.reused_committed = {}    # the same, for committed generations
@@ -38,13 +38,22 @@ class ChunkIndexing:
             checksum = keys.content_checksum(data)
         else:
             checksum = keys.checksum_of_digest(md5_digest)
-        self.checksums[chunk_id] = checksum
-        self.unindexed.setdefault(checksum, []).append(chunk_id)
+        self._add_unindexed(chunk_id, checksum)
         return chunk_id
+
+    def _add_unindexed(self, chunk_id, checksum):
+        """Remember a chunk of this session until it is indexed.  A
+        checksum's ids are kept as the id itself, or a tuple where there
+        are several: a first backup adds one per new chunk, and a list
+        each cost 64 bytes more and work for the garbage collector."""
+        self.checksums[chunk_id] = checksum
+        known = self.unindexed.get(checksum)
+        self.unindexed[checksum] = (
+            chunk_id if known is None else _ids(known) + (chunk_id,))
 
     def find(self, checksum):
         found = self.indexes.find(checksum)
-        for chunk_id in self.unindexed.get(checksum, []):
+        for chunk_id in _ids(self.unindexed.get(checksum, ())):
             if chunk_id not in found:
                 found.append(chunk_id)
         return found
@@ -81,11 +90,13 @@ class ChunkIndexing:
             self._drop_unindexed(chunk_id, checksum)
 
     def _drop_unindexed(self, chunk_id, checksum):
-        ids = self.unindexed.get(checksum)
-        if ids and chunk_id in ids:
-            ids.remove(chunk_id)
-            if not ids:
+        ids = _ids(self.unindexed.get(checksum, ()))
+        if chunk_id in ids:
+            rest = tuple(i for i in ids if i != chunk_id)
+            if not rest:
                 del self.unindexed[checksum]
+            else:
+                self.unindexed[checksum] = rest[0] if len(rest) == 1 else rest
         self.checksums.pop(chunk_id, None)
 
     def checksum_of(self, chunk_id):
@@ -232,8 +243,7 @@ class ChunkIndexing:
         for chunk_id, data in leftover_chunks.contents(
                 self.chunks, self._leftovers(client_name).unused):
             checksum = keys.content_checksum(data)
-            self.checksums[chunk_id] = checksum
-            self.unindexed.setdefault(checksum, []).append(chunk_id)
+            self._add_unindexed(chunk_id, checksum)
             reusable += 1
         return reusable
 
@@ -305,7 +315,7 @@ class ChunkIndexing:
 
     def _journals_committed(self):
         unindexed = {chunk_id for ids in self.unindexed.values()
-                     for chunk_id in ids}
+                     for chunk_id in _ids(ids)}
         for journal in self.journals.values():
             journal.committed(unindexed)
 
@@ -332,3 +342,8 @@ class ChunkIndexing:
         self.indexes.discard()
         self.pending_removals = []
         self.forgets_done = set()
+
+
+def _ids(value):
+    """The chunk ids of one `unindexed` entry (an id, or a tuple)."""
+    return (value,) if isinstance(value, int) else value

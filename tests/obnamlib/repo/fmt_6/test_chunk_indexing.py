@@ -45,3 +45,29 @@ def test_each_commit_of_a_run_indexes_under_the_client(tmp_path):
     users = {chunk: user for _, chunk, user in
              repo.get_chunk_index_entries()[1]}
     assert users == {chunk: client_id for chunk in chunks}
+
+
+def test_chunks_of_one_checksum_are_found_until_each_is_indexed_or_gone(
+        tmp_path):
+    """A session's unindexed chunks are kept per checksum as one id or a
+    tuple of them: every one is found, each once, until it is indexed or
+    removed, and removing one leaves the others."""
+    repo = new_repository(str(tmp_path / 'repo'), 'a')
+    repo.lock_everything()
+    data = b'the same content'
+    digest = hashlib.md5(data).digest()
+    first, second, third = (repo.put_chunk_content(data, md5_digest=digest)
+                            for _ in range(3))
+    other = repo.put_chunk_content(b'other')
+    assert repo.find_chunk_ids_by_md5(digest) == [first, second, third]
+    repo.remove_chunk(second)
+    assert repo.find_chunk_ids_by_md5(digest) == [first, third]
+    repo.put_chunk_md5_into_indexes(third, digest, 'a')
+    assert sorted(repo.find_chunk_ids_by_md5(digest)) == sorted(
+        [first, third])
+    repo.remove_chunk(first)
+    assert repo.find_chunk_ids_by_md5(digest) == [third]
+    assert repo.find_chunk_ids_by_md5(
+        hashlib.md5(b'other').digest()) == [other]
+    repo.commit_everything()
+    assert repo.find_chunk_ids_by_md5(digest) == [third]
