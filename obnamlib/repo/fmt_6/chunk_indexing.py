@@ -44,8 +44,9 @@ class ChunkIndexing:
     def _add_unindexed(self, chunk_id, checksum):
         """Remember a chunk of this session until it is indexed.  A
         checksum's ids are kept as the id itself, or a tuple where there
-        are several: a first backup adds one per new chunk, and a list
-        each cost 64 bytes more and work for the garbage collector."""
+        are several: a first backup adds an entry per new chunk, and a
+        one-item list in each cost 64 bytes more and was one more object
+        for the garbage collector to visit."""
         self.checksums[chunk_id] = checksum
         known = self.unindexed.get(checksum)
         self.unindexed[checksum] = (
