@@ -48,9 +48,14 @@ class ChunkIndexing:
         one-item list in each cost 64 bytes more and was one more object
         for the garbage collector to visit."""
         self.checksums[chunk_id] = checksum
-        known = self.unindexed.get(checksum)
-        self.unindexed[checksum] = (
-            chunk_id if known is None else _ids(known) + (chunk_id,))
+        self._set_unindexed(
+            checksum, _ids(self.unindexed.get(checksum, ())) + (chunk_id,))
+
+    def _set_unindexed(self, checksum, ids):
+        if not ids:
+            del self.unindexed[checksum]
+        else:
+            self.unindexed[checksum] = ids[0] if len(ids) == 1 else ids
 
     def find(self, checksum):
         found = self.indexes.find(checksum)
@@ -69,7 +74,7 @@ class ChunkIndexing:
         self.chunks.flush()
         self.indexes.add(chunk_id, checksum,
                          self._indexing_id(client_name))
-        self._drop_unindexed(chunk_id, checksum)
+        self.forget_unindexed(chunk_id)
 
     def _indexing_id(self, client_name):
         """The client's id, looked up once per client list read while
@@ -85,20 +90,13 @@ class ChunkIndexing:
         return client_id
 
     def forget_unindexed(self, chunk_id):
-        """A chunk of this session that is being removed."""
-        checksum = self.checksums.get(chunk_id)
+        """A chunk of this session that was indexed or is being removed
+        (found by the checksum this session recorded for it: checksums and
+        unindexed always hold the same chunk ids)."""
+        checksum = self.checksums.pop(chunk_id, None)
         if checksum is not None:
-            self._drop_unindexed(chunk_id, checksum)
-
-    def _drop_unindexed(self, chunk_id, checksum):
-        ids = _ids(self.unindexed.get(checksum, ()))
-        if chunk_id in ids:
-            rest = tuple(i for i in ids if i != chunk_id)
-            if not rest:
-                del self.unindexed[checksum]
-            else:
-                self.unindexed[checksum] = rest[0] if len(rest) == 1 else rest
-        self.checksums.pop(chunk_id, None)
+            self._set_unindexed(checksum, tuple(
+                i for i in _ids(self.unindexed[checksum]) if i != chunk_id))
 
     def checksum_of(self, chunk_id):
         """Checksum from this session, the chunklist, or the content."""
@@ -179,7 +177,7 @@ class ChunkIndexing:
                         continue
                 if client_id not in self.indexes.users(checksum, chunk_id):
                     self.indexes.add(chunk_id, checksum, client_id)
-                self._drop_unindexed(chunk_id, checksum)
+                self.forget_unindexed(chunk_id)
 
     # --- what a killed run of a client left (leftover_chunks) ------------
 
@@ -315,8 +313,7 @@ class ChunkIndexing:
         self.forgets_done.add(self.clients.client_id(client_name))
 
     def _journals_committed(self):
-        unindexed = {chunk_id for ids in self.unindexed.values()
-                     for chunk_id in _ids(ids)}
+        unindexed = set(self.checksums)
         for journal in self.journals.values():
             journal.committed(unindexed)
 

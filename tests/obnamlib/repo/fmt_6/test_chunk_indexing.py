@@ -1,8 +1,10 @@
 """ChunkIndexing: a client's id is looked up once per reading of the
 client list, and again whenever the list may have changed."""
 
+import gc
 import hashlib
 
+from obnamlib.repo.fmt_6 import keys
 from tests.obnamlib.restore_helpers import new_repository
 
 
@@ -51,7 +53,8 @@ def test_chunks_of_one_checksum_are_found_until_each_is_indexed_or_gone(
         tmp_path):
     """A session's unindexed chunks are kept per checksum as one id or a
     tuple of them: every one is found, each once, until it is indexed or
-    removed, and removing one leaves the others."""
+    removed, and removing one leaves the others.  A checksum of one chunk
+    (nearly all of them) costs no object the garbage collector visits."""
     repo = new_repository(str(tmp_path / 'repo'), 'a')
     repo.lock_everything()
     data = b'the same content'
@@ -59,14 +62,18 @@ def test_chunks_of_one_checksum_are_found_until_each_is_indexed_or_gone(
     first, second, third = (repo.put_chunk_content(data, md5_digest=digest)
                             for _ in range(3))
     other = repo.put_chunk_content(b'other')
+    unindexed = repo.chunk_indexing.unindexed
+    assert not gc.is_tracked(unindexed[keys.content_checksum(b'other')])
     assert repo.find_chunk_ids_by_md5(digest) == [first, second, third]
     repo.remove_chunk(second)
     assert repo.find_chunk_ids_by_md5(digest) == [first, third]
     repo.put_chunk_md5_into_indexes(third, digest, 'a')
     assert sorted(repo.find_chunk_ids_by_md5(digest)) == sorted(
         [first, third])
+    assert not gc.is_tracked(unindexed[keys.checksum_of_digest(digest)])
     repo.remove_chunk(first)
     assert repo.find_chunk_ids_by_md5(digest) == [third]
+    assert keys.checksum_of_digest(digest) not in unindexed
     assert repo.find_chunk_ids_by_md5(
         hashlib.md5(b'other').digest()) == [other]
     repo.commit_everything()
